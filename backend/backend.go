@@ -1,0 +1,117 @@
+// Package backend holds what every reservation store shares: the record it
+// keeps, the expiry and condition options of the PK commands, and the results
+// callers must tell apart. The stores themselves live in the sub-packages; the
+// interface they satisfy is declared by its consumer, package commands.
+package backend
+
+import (
+	"bytes"
+	"time"
+)
+
+// Forever is the TTLAt of a record that never expires. Zero is free for it
+// because the contract only accepts positive absolute times.
+const Forever int64 = 0
+
+// Record is what a store keeps for one (namespace, key).
+type Record struct {
+	Value []byte
+	// TTLAt is the Unix time in milliseconds at which the record stops being
+	// live, or Forever.
+	TTLAt int64
+	// Live reports whether the record was live on the store's clock when read.
+	// An expired record is still returned while it is retained, as evidence
+	// for reconciliation.
+	Live bool
+}
+
+// LiveAt reports whether a record with this ttlAt is live at nowMs.
+func LiveAt(ttlAt, nowMs int64) bool { return ttlAt == Forever || nowMs < ttlAt }
+
+// ExpiryKind says how an Expiry's Millis is read.
+type ExpiryKind uint8
+
+const (
+	// NoExpiry makes the record live forever. It is the zero value.
+	NoExpiry ExpiryKind = iota
+	// ExpireAfter counts Millis from the store's clock at the time of the
+	// command (EX, PX).
+	ExpireAfter
+	// ExpireAt is an absolute Unix time in milliseconds (EXAT, PXAT).
+	ExpireAt
+	// KeepTTL keeps the ttlAt of the record being replaced (REPREPARE only).
+	KeepTTL
+)
+
+// Expiry is the TTL option of a command, resolved against the store's clock
+// by the store itself so that EX/PX count from the store's notion of now
+// (on Redis, the server's TIME).
+type Expiry struct {
+	Kind   ExpiryKind
+	Millis int64
+}
+
+// TTLAt resolves e at nowMs. For KeepTTL it returns current.
+func (e Expiry) TTLAt(nowMs, current int64) int64 {
+	switch e.Kind {
+	case ExpireAfter:
+		return nowMs + e.Millis
+	case ExpireAt:
+		return e.Millis
+	case KeepTTL:
+		return current
+	default:
+		return Forever
+	}
+}
+
+// Cond is the optional IFEQ condition of ROLLBACK and REPREPARE. The zero
+// Cond holds for any value; an empty Value with Set is a real condition
+// (values may be empty).
+type Cond struct {
+	Value []byte
+	Set   bool
+}
+
+// IfEq returns the condition "the stored value equals v".
+func IfEq(v []byte) Cond { return Cond{Value: v, Set: true} }
+
+// Holds reports whether the condition holds for the stored value v.
+func (c Cond) Holds(v []byte) bool { return !c.Set || bytes.Equal(c.Value, v) }
+
+// MoveResult is the outcome of a key change (PK.REPREPARE ... FROM ...).
+type MoveResult uint8
+
+const (
+	// Moved: newKey is reserved and oldKey released (:1).
+	Moved MoveResult = iota + 1
+	// NewKeyTaken: a live record holds newKey; nothing changed (:0).
+	NewKeyTaken
+	// OldKeyMismatch: oldKey has no record or another value; nothing changed
+	// (-MISMATCH).
+	OldKeyMismatch
+)
+
+// Options are the settings every store takes.
+type Options struct {
+	// Retention is how long an expired record is kept before the store
+	// deletes it by itself (--expired-retention). Zero removes it at expiry.
+	Retention time.Duration
+	// Now is the store's clock. Nil means time.Now. Stores whose clock is a
+	// server's (Redis) ignore it.
+	Now func() time.Time
+}
+
+// Clock returns the store's clock, defaulting to time.Now.
+func (o Options) Clock() func() time.Time {
+	if o.Now == nil {
+		return time.Now
+	}
+	return o.Now
+}
+
+// Gone reports whether a record with this ttlAt has outlived its retention at
+// nowMs, so that a store must treat it as absent even before its sweep runs.
+func (o Options) Gone(ttlAt, nowMs int64) bool {
+	return ttlAt != Forever && nowMs >= ttlAt+o.Retention.Milliseconds()
+}

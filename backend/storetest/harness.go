@@ -1,0 +1,39 @@
+// Package storetest is the conformance suite that every backend must pass:
+// one test per row of the PK contract that a store decides, plus races over
+// real goroutines. A backend runs all of it with one call:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness { ... })
+//	}
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/commands"
+)
+
+// Harness is one fresh, empty store under test and control of its clock.
+type Harness struct {
+	Store commands.Store
+
+	// Now is the store's clock (for Redis, the server's). Nil means
+	// time.Now.
+	Now func() time.Time
+
+	// Advance moves the store's clock forward by d, so expiry is tested
+	// without sleeping. Nil means the store follows real time and the suite
+	// sleeps instead (real servers); the suite keeps its durations short for
+	// them.
+	Advance func(d time.Duration)
+
+	// SkipRaces names why races on existing records cannot be tested on this
+	// store (e.g. a server known not to be atomic there); empty runs them.
+	SkipRaces string
+}
+
+// NewStore returns a fresh, empty store built with opts. It registers its
+// own cleanup with t.Cleanup.
+type NewStore func(t *testing.T, opts backend.Options) Harness

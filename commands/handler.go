@@ -1,0 +1,134 @@
+// Package commands turns the PK commands' arguments into calls on a Store
+// and the Store's answers into replies. It does no I/O: the protocol layer
+// owns connections and the wire format, the backends own storage.
+package commands
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Spec describes a command for the table and for COMMAND.
+type Spec struct {
+	Name string // lower case, as Redis names commands
+	// Arity is Redis's: positive is an exact argument count (with the name),
+	// negative a minimum.
+	Arity int
+	Write bool
+	run   func(h *Handler, ctx context.Context, args [][]byte) Reply
+}
+
+// specs is the one table that maps names to handlers.
+var specs = []Spec{
+	{Name: "pk.prepare", Arity: -4, Write: true, run: (*Handler).prepare},
+	{Name: "pk.get", Arity: 3, run: (*Handler).get},
+	{Name: "pk.getvalue", Arity: 3, run: (*Handler).getValue},
+	{Name: "pk.rollback", Arity: -3, Write: true, run: (*Handler).rollback},
+	{Name: "pk.reprepare", Arity: -4, Write: true, run: (*Handler).reprepare},
+}
+
+// Specs lists the PK commands.
+func Specs() []Spec { return append([]Spec(nil), specs...) }
+
+// Handler runs PK commands against a Store.
+type Handler struct {
+	store  Store
+	limits Limits
+	now    func() time.Time
+	byName map[string]*Spec
+}
+
+// New returns a Handler. now is the sidecar's clock, used only to reject
+// absolute expiry times already past; nil means time.Now.
+func New(store Store, limits Limits, now func() time.Time) *Handler {
+	if now == nil {
+		now = time.Now
+	}
+	h := &Handler{store: store, limits: limits, now: now, byName: make(map[string]*Spec, len(specs))}
+	for i := range specs {
+		h.byName[specs[i].Name] = &specs[i]
+	}
+	return h
+}
+
+// Do runs the PK command in args (args[0] is its name, in any case). ok is
+// false when args[0] names no PK command, so the caller can try its own.
+func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {
+	spec := h.lookup(args[0])
+	if spec == nil {
+		return Reply{}, false
+	}
+	if n := len(args); (spec.Arity > 0 && n != spec.Arity) || n < -spec.Arity {
+		return wrongArgs(spec.Name), true
+	}
+	return spec.run(h, ctx, args), true
+}
+
+// lookup finds a command by name without allocating: names are short, and a
+// map index by string(bytes) does not copy.
+func (h *Handler) lookup(name []byte) *Spec {
+	var buf [16]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	lower := buf[:len(name)]
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	return h.byName[string(lower)]
+}
+
+func (h *Handler) nowMs() int64 { return h.now().UnixMilli() }
+
+// checkNames validates the namespace and every key argument, in that order,
+// so that a bad request is refused before the store sees it.
+func (h *Handler) checkNames(ns []byte, keys ...[]byte) (Reply, bool) {
+	if !validNamespace(ns) {
+		return errReply(errNamespace), false
+	}
+	for _, k := range keys {
+		if r, ok := h.limits.checkKey(k); !ok {
+			return r, false
+		}
+	}
+	return Reply{}, true
+}
+
+func (h *Handler) checkValues(values ...[]byte) (Reply, bool) {
+	for _, v := range values {
+		if r, ok := h.limits.checkValue(v); !ok {
+			return r, false
+		}
+	}
+	return Reply{}, true
+}
+
+// unavailable reports a store failure. It is never a :0: the command may or
+// may not have taken effect, and the client must check before retrying.
+func unavailable(err error) Reply {
+	return errReply(unavailablePrefix + oneLine(err.Error()))
+}
+
+// UnknownCommand is Redis's reply to a command nobody knows.
+func UnknownCommand(args [][]byte) Reply {
+	var list []byte
+	for _, a := range args[1:] {
+		if len(list) >= 128 {
+			break
+		}
+		room := 128 - len(list)
+		if len(a) > room {
+			a = a[:room]
+		}
+		list = fmt.Appendf(list, "'%s' ", a)
+	}
+	name := args[0]
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	return errReply(oneLine(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", name, list)))
+}

@@ -1,0 +1,134 @@
+package commands
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// option bits say which options a command accepts; any other word is a
+// syntax error, as in Redis.
+const (
+	optTTL = 1 << iota
+	optKeepTTL
+	optIfEq
+	optFrom
+)
+
+// maxTTLAt bounds absolute expiry times to the end of year 9999 (Unix ms).
+// Every backend stores it exactly: Redis's Lua numbers are doubles (exact to
+// 2^53) and MongoDB dates are int64 milliseconds.
+const maxTTLAt int64 = 253402300799999
+
+// options are the parsed optional arguments of a PK command.
+type options struct {
+	ttlWord []byte // EX, PX, EXAT or PXAT as the client wrote it; nil if absent
+	ttlArg  []byte
+	keepTTL bool
+	ifeq    backend.Cond
+	from    []byte
+	hasFrom bool
+}
+
+// parseOptions reads args as keyword options, each at most once. allowed is
+// a set of opt bits.
+func parseOptions(args [][]byte, allowed int) (options, bool) {
+	var o options
+	for i := 0; i < len(args); i++ {
+		word := args[i]
+		var bit int
+		switch {
+		case isTTLWord(word):
+			bit = optTTL
+		case bytes.EqualFold(word, []byte("KEEPTTL")):
+			bit = optKeepTTL
+		case bytes.EqualFold(word, []byte("IFEQ")):
+			bit = optIfEq
+		case bytes.EqualFold(word, []byte("FROM")):
+			bit = optFrom
+		default:
+			return o, false
+		}
+		if allowed&bit == 0 {
+			return o, false
+		}
+		if bit == optKeepTTL {
+			if o.keepTTL {
+				return o, false
+			}
+			o.keepTTL = true
+			continue
+		}
+		if i+1 == len(args) {
+			return o, false
+		}
+		i++
+		switch bit {
+		case optTTL:
+			if o.ttlWord != nil {
+				return o, false
+			}
+			o.ttlWord, o.ttlArg = word, args[i]
+		case optIfEq:
+			if o.ifeq.Set {
+				return o, false
+			}
+			o.ifeq = backend.IfEq(args[i])
+		case optFrom:
+			if o.hasFrom {
+				return o, false
+			}
+			o.from, o.hasFrom = args[i], true
+		}
+	}
+	if o.keepTTL && o.ttlWord != nil {
+		return o, false
+	}
+	return o, true
+}
+
+func isTTLWord(w []byte) bool {
+	return bytes.EqualFold(w, []byte("EX")) || bytes.EqualFold(w, []byte("PX")) ||
+		bytes.EqualFold(w, []byte("EXAT")) || bytes.EqualFold(w, []byte("PXAT"))
+}
+
+// expiry turns the TTL option into a backend.Expiry. nowMs is the sidecar's
+// clock: it judges whether an absolute time is already past and bounds
+// relative times so that now+ttl stays in range. EX/PX are still counted
+// from the backend's own clock when the backend applies them.
+func (o options) expiry(nowMs int64) (backend.Expiry, bool) {
+	if o.keepTTL {
+		return backend.Expiry{Kind: backend.KeepTTL}, true
+	}
+	if o.ttlWord == nil {
+		return backend.Expiry{}, true
+	}
+	n, err := strconv.ParseInt(string(o.ttlArg), 10, 64)
+	if err != nil || n <= 0 {
+		return backend.Expiry{}, false
+	}
+	if o.ttlWord[0]|0x20 == 'e' { // EX, EXAT count seconds
+
+		if n > math.MaxInt64/1000 {
+			return backend.Expiry{}, false
+		}
+		n *= 1000
+	}
+	if len(o.ttlWord) == 2 { // EX, PX
+		if n > maxTTLAt-nowMs {
+			return backend.Expiry{}, false
+		}
+		return backend.Expiry{Kind: backend.ExpireAfter, Millis: n}, true
+	}
+	if n <= nowMs || n > maxTTLAt {
+		return backend.Expiry{}, false
+	}
+	return backend.Expiry{Kind: backend.ExpireAt, Millis: n}, true
+}
+
+func wrongArgs(name string) Reply { return errReply(fmt.Sprintf(wrongArgsFormat, name)) }
+
+func invalidExpire(name string) Reply { return errReply(fmt.Sprintf(invalidExpireFormat, name)) }

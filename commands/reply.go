@@ -1,0 +1,50 @@
+package commands
+
+// ReplyKind says which RESP frame a Reply becomes. The protocol layer writes
+// it in RESP2 or RESP3; commands never see the wire.
+type ReplyKind uint8
+
+const (
+	// Int is an integer reply (:1, :0).
+	Int ReplyKind = iota
+	// Bulk is a bulk string holding Bytes.
+	Bulk
+	// Nil is the nil bulk string ($-1, or _ in RESP3).
+	Nil
+	// NilArray is the nil reply of an array-typed command (*-1, or _ in RESP3).
+	NilArray
+	// Record is PK.GETVALUE's array of 2: the value (Bytes) and ttlAt (Int).
+	Record
+	// Error is an error line (Text without the leading '-').
+	Error
+)
+
+// Reply is a command's answer.
+type Reply struct {
+	Kind  ReplyKind
+	Int   int64
+	Bytes []byte
+	Text  string
+}
+
+func intReply(ok bool) Reply {
+	if ok {
+		return Reply{Kind: Int, Int: 1}
+	}
+	return Reply{Kind: Int}
+}
+
+func errReply(text string) Reply { return Reply{Kind: Error, Text: text} }
+
+// Errors whose wording clients and tests rely on (Redis's own where Redis has
+// one).
+const (
+	errSyntax           = "ERR syntax error"
+	errNamespace        = "ERR invalid namespace name"
+	errFromNeedsIfEq    = "ERR FROM needs IFEQ oldValue"
+	errFromSameKey      = "ERR FROM key must differ from the new key"
+	errMismatch         = "MISMATCH old key has no record with that value"
+	unavailablePrefix   = "UNAVAILABLE "
+	wrongArgsFormat     = "ERR wrong number of arguments for '%s' command"
+	invalidExpireFormat = "ERR invalid expire time in '%s' command"
+)
