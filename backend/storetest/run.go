@@ -1,0 +1,45 @@
+package storetest
+
+import "testing"
+
+// Run runs the whole suite against the stores newStore builds, one fresh
+// store per subtest.
+func Run(t *testing.T, newStore NewStore) {
+	t.Run("Prepare", func(t *testing.T) { runRows(t, newStore, prepareRows()) })
+	t.Run("Get", func(t *testing.T) { runRows(t, newStore, getRows()) })
+	t.Run("Rollback", func(t *testing.T) { runRows(t, newStore, rollbackRows()) })
+	t.Run("Reprepare", func(t *testing.T) { runRows(t, newStore, reprepareRows()) })
+	t.Run("Move", func(t *testing.T) { runRows(t, newStore, moveRows()) })
+	t.Run("Expiry", func(t *testing.T) {
+		t.Run("boundaries", func(t *testing.T) { testBoundaries(t, newStore) })
+		t.Run("real time", func(t *testing.T) { testExpiryOnRealTime(t, newStore) })
+		t.Run("expired key reserved again", func(t *testing.T) { testExpiredReservedAgain(t, newStore) })
+	})
+	t.Run("Isolation", func(t *testing.T) { testDistinctSlots(t, newStore) })
+	t.Run("BinaryValues", func(t *testing.T) { testBinaryValues(t, newStore) })
+	t.Run("LongKey", func(t *testing.T) { testLongKey(t, newStore) })
+	t.Run("ArgumentsCopied", func(t *testing.T) { testArgumentsCopied(t, newStore) })
+	t.Run("Ping", func(t *testing.T) { testPing(t, newStore) })
+	t.Run("Races", func(t *testing.T) {
+		t.Run("prepare absent key", func(t *testing.T) { testRacePrepareAbsent(t, newStore) })
+		t.Run("prepare distinct keys", func(t *testing.T) { testRacePrepareMany(t, newStore) })
+		onRecords := []struct {
+			name string
+			test func(*testing.T, *env)
+		}{
+			{"prepare expired key", testRacePrepareExpired},
+			{"rollback ifeq", testRaceRollback},
+			{"reprepare ifeq", testRaceReprepare},
+			{"move one old key to two new keys", testRaceMove},
+		}
+		for _, tc := range onRecords {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newEnv(t, newStore, tableRetention)
+				if e.h.SkipRaces != "" {
+					t.Skip(e.h.SkipRaces)
+				}
+				tc.test(t, e)
+			})
+		}
+	})
+}
