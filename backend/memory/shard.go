@@ -1,0 +1,104 @@
+package memory
+
+import (
+	"container/heap"
+	"sync"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// entry is one record. It knows its place in its shard's expiry heap so that
+// a new ttlAt or a delete fixes the heap in place: the heap never holds stale
+// entries and never grows past the number of records that can expire.
+type entry struct {
+	key   string // map key: encoded (namespace, key)
+	value []byte
+	ttlAt int64
+	index int // in the shard's heap; -1 when forever
+}
+
+// shard is one lock's worth of records.
+type shard struct {
+	mu   sync.Mutex
+	recs map[string]*entry
+	exp  expiryHeap
+	// pad keeps neighbouring shards' mutexes off one cache line.
+	_ [64]byte
+}
+
+// lookup returns the record of k, deleting it first if it has outlived its
+// retention, so that no call sees a record the sweep has not reached yet.
+func (sh *shard) lookup(k []byte, nowMs int64, opts *backend.Options) *entry {
+	en := sh.recs[string(k)]
+	if en != nil && opts.Gone(en.ttlAt, nowMs) {
+		sh.remove(en)
+		return nil
+	}
+	return en
+}
+
+// put stores a fresh record for k (no record must be there).
+func (sh *shard) put(k, value []byte, ttlAt int64) {
+	en := &entry{key: string(k), value: clone(value), ttlAt: ttlAt, index: -1}
+	sh.recs[en.key] = en
+	sh.setTTL(en, ttlAt)
+}
+
+// replace gives en a new value and ttlAt.
+func (sh *shard) replace(en *entry, value []byte, ttlAt int64) {
+	en.value = clone(value)
+	sh.setTTL(en, ttlAt)
+}
+
+// setTTL sets en's ttlAt and moves it in, within or out of the heap.
+func (sh *shard) setTTL(en *entry, ttlAt int64) {
+	en.ttlAt = ttlAt
+	switch {
+	case ttlAt == backend.Forever && en.index >= 0:
+		heap.Remove(&sh.exp, en.index)
+	case ttlAt == backend.Forever:
+	case en.index >= 0:
+		heap.Fix(&sh.exp, en.index)
+	default:
+		heap.Push(&sh.exp, en)
+	}
+}
+
+func (sh *shard) remove(en *entry) {
+	delete(sh.recs, en.key)
+	if en.index >= 0 {
+		heap.Remove(&sh.exp, en.index)
+	}
+}
+
+// clone copies b: arguments alias the connection's buffer. It keeps an
+// empty value non-nil only to spare a branch; callers compare by content.
+func clone(b []byte) []byte { return append(make([]byte, 0, len(b)), b...) }
+
+// expiryHeap orders the records that can expire by ttlAt. With one
+// retention for the whole store, that is also the order of deletion.
+type expiryHeap []*entry
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].ttlAt < h[j].ttlAt }
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+
+func (h *expiryHeap) Push(x any) {
+	en := x.(*entry)
+	en.index = len(*h)
+	*h = append(*h, en)
+}
+
+func (h *expiryHeap) Pop() any {
+	old := *h
+	n := len(old) - 1
+	en := old[n]
+	old[n] = nil
+	en.index = -1
+	*h = old[:n]
+	return en
+}
