@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// config is everything the sidecar is told at start.
+type config struct {
+	listen         string
+	backendURL     string
+	requirePass    string
+	retention      time.Duration
+	backendTimeout time.Duration
+	redisKeyPrefix string
+	maxKeyBytes    int
+	maxValueBytes  int
+	maxClients     int
+	logFormat      string
+	logLevel       string
+}
+
+// errHelp is returned for --help, which is not a failure.
+var errHelp = flag.ErrHelp
+
+// parseConfig reads flags, then PK_<NAME> environment variables for every
+// flag not given (a flag wins over the environment), then checks values.
+// Every error is one line that names the problem.
+func parseConfig(args []string, getenv func(string) string, usage io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:6380", "`address` to serve RESP on: host:port, or unix:/path/to.sock")
+	fs.StringVar(&c.backendURL, "backend", "file:./prepkey-data", "`URL` of the store that keeps reservations: memory:, file:DIR, redis://…, rediss://…, redis+sentinel://…, redis+cluster://…, mongodb://…, mongodb+srv://…")
+	fs.StringVar(&c.requirePass, "requirepass", "", "`password` clients must give with AUTH (empty: no AUTH)")
+	fs.DurationVar(&c.retention, "expired-retention", 24*time.Hour, "how long an expired record is kept as evidence before it is deleted (0: at expiry)")
+	fs.DurationVar(&c.backendTimeout, "backend-timeout", 2*time.Second, "bound on one backend call; past it the client gets -UNAVAILABLE")
+	fs.StringVar(&c.redisKeyPrefix, "redis-key-prefix", "pk:", "prefix of every Redis key the sidecar writes (redis backends)")
+	fs.IntVar(&c.maxKeyBytes, "max-key-bytes", 1024, "largest key in bytes")
+	fs.IntVar(&c.maxValueBytes, "max-value-bytes", 65536, "largest value in bytes")
+	fs.IntVar(&c.maxClients, "max-clients", 10000, "most client connections at once")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(usage, "Usage: sidecar [flags]\n\nprepkey serves PK.* reservation commands over the Redis protocol.\nEvery flag can also be set as PK_<NAME> in the environment (e.g. PK_MAX_KEY_BYTES); a flag wins.\n\nFlags:\n")
+		fs.SetOutput(usage)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return c, errHelp
+		}
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "PK_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v := getenv(name)
+		if given[f.Name] || v == "" || envErr != nil {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			envErr = fmt.Errorf("invalid value %q for %s: %v", v, name, err)
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	return c, c.check()
+}
+
+func (c config) check() error {
+	switch {
+	case c.maxKeyBytes < 1:
+		return fmt.Errorf("--max-key-bytes must be at least 1, got %d", c.maxKeyBytes)
+	case c.maxValueBytes < 0:
+		return fmt.Errorf("--max-value-bytes must not be negative, got %d", c.maxValueBytes)
+	case c.maxClients < 1:
+		return fmt.Errorf("--max-clients must be at least 1, got %d", c.maxClients)
+	case c.retention < 0:
+		return fmt.Errorf("--expired-retention must not be negative, got %s", c.retention)
+	case c.backendTimeout <= 0:
+		return fmt.Errorf("--backend-timeout must be positive, got %s", c.backendTimeout)
+	case c.logFormat != "text" && c.logFormat != "json":
+		return fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
+	case c.listen == "" || c.listen == "unix:":
+		return errors.New("--listen must name an address")
+	}
+	if _, err := c.level(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c config) level() (slog.Level, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return lvl, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
+	}
+	return lvl, nil
+}

@@ -1,0 +1,117 @@
+// Command sidecar serves prepkey's PK.* reservation commands over the Redis
+// protocol, on an embedded durable store, Redis or MongoDB.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol"
+)
+
+// version is prepkey's version, shown by INFO.
+const version = "0.1.0"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code. Bad flags and
+// unusable backends exit 2 with one line on stderr; a signal exits 0 after
+// the server has answered what it had read and the store is closed.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseConfig(args, getenv, stdout)
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sidecar: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	st, kind, err := openBackend(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "sidecar: %v\n", err)
+		return 2
+	}
+	ln, err := listen(cfg.listen)
+	if err != nil {
+		st.Close()
+		fmt.Fprintf(stderr, "sidecar: --listen %s: %v\n", cfg.listen, err)
+		return 2
+	}
+	limits := commands.Limits{MaxKeyBytes: cfg.maxKeyBytes, MaxValueBytes: cfg.maxValueBytes}
+	srv := protocol.New(protocol.Config{
+		Password:   cfg.requirePass,
+		MaxClients: cfg.maxClients,
+		// A bulk this far past the limits is a framing-level refusal (as
+		// Redis's proto-max-bulk-len); smaller ones get the limit's error.
+		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
+		Version: version,
+		Backend: kind,
+		Logger:  log,
+	}, commands.New(st, limits, nil), st)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("serving", "listen", ln.Addr().String(), "backend", kind, "auth", cfg.requirePass != "")
+
+	code := 0
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-served:
+		log.Error("serve", "err", err)
+		code = 1
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("shutdown: connections still open", "err", err)
+	}
+	if err := st.Close(); err != nil {
+		log.Error("closing the store", "err", err)
+		code = 1
+	}
+	return code
+}
+
+// listen opens host:port or unix:/path. A stale socket file left by a
+// crashed sidecar is removed first; a live one makes listen fail.
+func listen(addr string) (net.Listener, error) {
+	path, ok := strings.CutPrefix(addr, "unix:")
+	if !ok {
+		return net.Listen("tcp", addr)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s is in use", path)
+		}
+		_ = os.Remove(path)
+	}
+	return net.Listen("unix", path)
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	lvl, _ := cfg.level()
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

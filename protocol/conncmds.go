@@ -1,0 +1,244 @@
+package protocol
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// connCmd is a connection command: it answers from the connection's and the
+// server's own state, never the backend's (but INFO's readiness).
+type connCmd struct {
+	arity int // as in Redis: negative is a minimum
+	run   func(c *conn, args [][]byte)
+}
+
+// connCommandTable is the table of connection commands, by lower-case name.
+func connCommandTable() map[string]connCmd {
+	return map[string]connCmd{
+		"ping":    {-1, (*conn).ping},
+		"echo":    {2, (*conn).echo},
+		"quit":    {-1, (*conn).quitCmd},
+		"auth":    {-2, (*conn).auth},
+		"hello":   {-1, (*conn).hello},
+		"select":  {2, (*conn).selectDB},
+		"client":  {-2, (*conn).client},
+		"command": {-1, (*conn).command},
+		"info":    {-1, (*conn).info},
+	}
+}
+
+// connCommand runs the connection command in args, arity checked. It
+// reports false when args[0] names none.
+func (c *conn) connCommand(args [][]byte) bool {
+	lower := strings.ToLower(string(args[0]))
+	cmd, ok := c.srv.connCmds[lower]
+	if !ok {
+		return false
+	}
+	if n := len(args); (cmd.arity > 0 && n != cmd.arity) || n < -cmd.arity {
+		c.out.err(fmt.Sprintf("ERR wrong number of arguments for '%s' command", lower))
+		return true
+	}
+	cmd.run(c, args)
+	return true
+}
+
+// allowedBeforeAuth are the commands Redis lets through before AUTH.
+func allowedBeforeAuth(name []byte) bool {
+	switch strings.ToLower(string(name)) {
+	case "auth", "hello", "quit":
+		return true
+	}
+	return false
+}
+
+func (c *conn) ping(args [][]byte) {
+	switch len(args) {
+	case 1:
+		c.out.simple("PONG")
+	case 2:
+		c.out.bulk(args[1])
+	default:
+		c.out.err("ERR wrong number of arguments for 'ping' command")
+	}
+}
+
+func (c *conn) echo(args [][]byte) { c.out.bulk(args[1]) }
+
+func (c *conn) quitCmd([][]byte) {
+	c.out.simple("OK")
+	c.quit = true
+}
+
+func (c *conn) selectDB(args [][]byte) {
+	n, err := strconv.Atoi(string(args[1]))
+	switch {
+	case err != nil:
+		c.out.err("ERR value is not an integer or out of range")
+	case n != 0:
+		c.out.err("ERR DB index is out of range")
+	default:
+		c.out.simple("OK")
+	}
+}
+
+// AUTH [user] password
+func (c *conn) auth(args [][]byte) {
+	if len(args) > 3 {
+		c.out.err("ERR syntax error")
+		return
+	}
+	user, pass := "default", args[len(args)-1]
+	if len(args) == 3 {
+		user = string(args[1])
+	}
+	if c.srv.cfg.Password == "" && len(args) == 2 {
+		c.out.err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	}
+	if !c.checkPassword(user, pass) {
+		c.out.err(wrongPass)
+		return
+	}
+	c.authed = true
+	c.out.simple("OK")
+}
+
+const wrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+
+// checkPassword accepts the one user, "default", with the configured
+// password, or with any password when none is set (Redis's nopass).
+func (c *conn) checkPassword(user string, pass []byte) bool {
+	if user != "default" {
+		return false
+	}
+	want := c.srv.cfg.Password
+	return want == "" || subtle.ConstantTimeCompare([]byte(want), pass) == 1
+}
+
+// HELLO [protover [AUTH user pass] [SETNAME name]]
+func (c *conn) hello(args [][]byte) {
+	proto := 2
+	if c.out.resp3 {
+		proto = 3
+	}
+	var name []byte
+	var setName, authOK bool
+	if len(args) > 1 {
+		v, err := strconv.Atoi(string(args[1]))
+		if err != nil {
+			c.out.err("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 && v != 3 {
+			c.out.err("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = v
+		for i := 2; i < len(args); i++ {
+			switch opt := strings.ToLower(string(args[i])); {
+			case opt == "auth" && i+2 < len(args):
+				if !c.checkPassword(string(args[i+1]), args[i+2]) {
+					c.out.err(wrongPass)
+					return
+				}
+				authOK = true
+				i += 2
+			case opt == "setname" && i+1 < len(args):
+				name, setName = args[i+1], true
+				i++
+			default:
+				c.out.err(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", args[i]))
+				return
+			}
+		}
+	}
+	if !c.authed && !authOK {
+		c.out.err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if setName {
+		if !validClientName(name) {
+			c.out.err(errClientName)
+			return
+		}
+		c.name = string(name)
+	}
+	c.authed = true
+	c.out.resp3 = proto == 3
+	c.out.mapHeader(7)
+	c.out.bulkString("server")
+	c.out.bulkString("prepkey")
+	c.out.bulkString("version")
+	c.out.bulkString(redisVersion)
+	c.out.bulkString("proto")
+	c.out.int(int64(proto))
+	c.out.bulkString("id")
+	c.out.int(c.id)
+	c.out.bulkString("mode")
+	c.out.bulkString("standalone")
+	c.out.bulkString("role")
+	c.out.bulkString("master")
+	c.out.bulkString("modules")
+	c.out.array(0)
+}
+
+// redisVersion is the Redis version whose client-facing behaviour prepkey
+// follows; clients that gate features on HELLO's or INFO's version see a
+// current Redis. prepkey's own version is INFO's prepkey_version.
+const redisVersion = "7.2.0"
+
+const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+// validClientName is Redis's rule: printable ASCII without spaces.
+func validClientName(name []byte) bool {
+	for _, b := range name {
+		if b < '!' || b > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// CLIENT SETNAME | GETNAME | ID | SETINFO | INFO
+func (c *conn) client(args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	switch {
+	case sub == "id" && len(args) == 2:
+		c.out.int(c.id)
+	case sub == "getname" && len(args) == 2:
+		if c.name == "" {
+			c.out.null()
+			return
+		}
+		c.out.bulkString(c.name)
+	case sub == "setname" && len(args) == 3:
+		if !validClientName(args[2]) {
+			c.out.err(errClientName)
+			return
+		}
+		c.name = string(args[2])
+		c.out.simple("OK")
+	case sub == "setinfo" && len(args) == 4:
+		attr := strings.ToLower(string(args[2]))
+		if (attr != "lib-name" && attr != "lib-ver") || !validClientName(args[3]) {
+			c.out.err(fmt.Sprintf("ERR Unrecognized option '%s'", args[2]))
+			return
+		}
+		if attr == "lib-name" {
+			c.lib[0] = string(args[3])
+		} else {
+			c.lib[1] = string(args[3])
+		}
+		c.out.simple("OK")
+	case sub == "info" && len(args) == 2:
+		c.out.bulkString(fmt.Sprintf("id=%d addr=%s name=%s resp=%d lib-name=%s lib-ver=%s\n",
+			c.id, c.nc.RemoteAddr(), c.name, map[bool]int{false: 2, true: 3}[c.out.resp3], c.lib[0], c.lib[1]))
+	case sub == "id" || sub == "getname" || sub == "setname" || sub == "setinfo" || sub == "info":
+		c.out.err(fmt.Sprintf("ERR wrong number of arguments for 'client|%s' command", sub))
+	default:
+		c.out.err(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", args[1]))
+	}
+}

@@ -1,0 +1,150 @@
+package protocol
+
+import (
+	"errors"
+	"net"
+	"strconv"
+)
+
+// errGuard is a framing limit broken by the client; the connection is closed
+// after the client is told why, as Redis does.
+var errGuard = errors.New("protocol limit")
+
+// limits are what a guard lets through. Before AUTH they are tight, as in
+// Redis ("unauthenticated multibulk length"), so that a stranger cannot make
+// the sidecar buffer megabytes; after it they still bound the memory one
+// request can take.
+type limits struct {
+	maxArgs int
+	maxBulk int
+	preAuth bool // names the errors as Redis does before AUTH
+}
+
+// Before AUTH where a password is set.
+const (
+	preAuthMaxArgs = 16
+	preAuthMaxBulk = 64 << 10
+)
+
+// guardConn watches the request framing as bytes arrive, before redcon's
+// reader buffers them: redcon grows its buffer to whatever a client sends, so
+// the length headers are checked here, and the connection refused, before
+// any of the announced bytes are read.
+type guardConn struct {
+	net.Conn
+	lim func() limits // current limits, which change at AUTH
+
+	state   guardState
+	line    []byte // header digits seen so far
+	args    int    // bulks left in the current request
+	skip    int    // bulk bytes (with CRLF) left to pass through
+	inline  int    // bytes of the current inline command
+	failure string // the protocol error sent to the client
+}
+
+type guardState uint8
+
+const (
+	atRequest guardState = iota
+	inArrayHeader
+	atBulkHeader
+	inBulkHeader
+	inBulkBody
+	inInline
+)
+
+// maxHeader bounds a length header ("*16\r\n", "$65536\r\n").
+const maxHeader = 20
+
+func (g *guardConn) Read(p []byte) (int, error) {
+	if g.failure != "" {
+		return 0, errGuard
+	}
+	n, err := g.Conn.Read(p)
+	if n > 0 {
+		if msg := g.scan(p[:n]); msg != "" {
+			g.failure = msg
+			_, _ = g.Conn.Write([]byte("-ERR Protocol error: " + msg + "\r\n"))
+			return 0, errGuard
+		}
+	}
+	return n, err
+}
+
+// scan advances the framing state over b. It returns the protocol error to
+// send, or "". Malformed framing it leaves to redcon, which rejects it.
+func (g *guardConn) scan(b []byte) string {
+	lim := g.lim()
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch g.state {
+		case atRequest:
+			if c == '*' {
+				g.state, g.line = inArrayHeader, g.line[:0]
+			} else {
+				g.state, g.inline = inInline, 1
+			}
+		case inInline:
+			if c == '\n' {
+				g.state = atRequest
+			} else if g.inline++; g.inline > lim.maxBulk {
+				return "too big inline request"
+			}
+		case inArrayHeader, inBulkHeader:
+			if c != '\n' {
+				if g.line = append(g.line, c); len(g.line) > maxHeader {
+					return "too big length header"
+				}
+				continue
+			}
+			n, err := strconv.Atoi(string(trimCR(g.line)))
+			if err != nil || n < 0 {
+				g.state = atRequest // redcon answers the bad length itself
+				continue
+			}
+			if g.state == inArrayHeader {
+				if n > lim.maxArgs {
+					return tooBig(lim, "multibulk length")
+				}
+				g.args = n
+				g.state = atBulkHeader
+				if n == 0 {
+					g.state = atRequest
+				}
+				continue
+			}
+			if n > lim.maxBulk {
+				return tooBig(lim, "bulk length")
+			}
+			g.skip, g.state = n+2, inBulkBody
+		case atBulkHeader:
+			g.state, g.line = inBulkHeader, g.line[:0]
+		case inBulkBody:
+			take := min(g.skip, len(b)-i)
+			g.skip -= take
+			i += take - 1
+			if g.skip == 0 {
+				if g.args--; g.args == 0 {
+					g.state = atRequest
+				} else {
+					g.state = atBulkHeader
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func tooBig(lim limits, what string) string {
+	if lim.preAuth {
+		return "unauthenticated " + what
+	}
+	return "invalid " + what
+}
+
+func trimCR(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] == '\r' {
+		return b[:len(b)-1]
+	}
+	return b
+}

@@ -1,0 +1,70 @@
+package protocol
+
+import (
+	"strconv"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/prepkey/prepkey/commands"
+)
+
+// writer builds one connection's replies in RESP2, or RESP3 after HELLO 3.
+// redcon writes RESP2 only; the few frames that differ in RESP3 (null, map)
+// are written here and nowhere else.
+type writer struct {
+	b     []byte
+	resp3 bool
+}
+
+func (w *writer) int(n int64)         { w.b = redcon.AppendInt(w.b, n) }
+func (w *writer) bulk(b []byte)       { w.b = redcon.AppendBulk(w.b, b) }
+func (w *writer) bulkString(s string) { w.b = redcon.AppendBulkString(w.b, s) }
+func (w *writer) simple(s string)     { w.b = redcon.AppendString(w.b, s) }
+func (w *writer) err(s string)        { w.b = redcon.AppendError(w.b, s) }
+func (w *writer) array(n int)         { w.b = redcon.AppendArray(w.b, n) }
+
+// null is the nil bulk string: $-1 in RESP2, _ in RESP3.
+func (w *writer) null() {
+	if w.resp3 {
+		w.b = append(w.b, "_\r\n"...)
+		return
+	}
+	w.b = append(w.b, "$-1\r\n"...)
+}
+
+// nullArray is the nil reply of an array-typed command: *-1 in RESP2.
+func (w *writer) nullArray() {
+	if w.resp3 {
+		w.b = append(w.b, "_\r\n"...)
+		return
+	}
+	w.b = append(w.b, "*-1\r\n"...)
+}
+
+// mapHeader starts a map of n pairs: %n in RESP3, a flat array of 2n in RESP2.
+func (w *writer) mapHeader(n int) {
+	if w.resp3 {
+		w.b = append(strconv.AppendInt(append(w.b, '%'), int64(n), 10), '\r', '\n')
+		return
+	}
+	w.array(2 * n)
+}
+
+func (w *writer) reply(r commands.Reply) {
+	switch r.Kind {
+	case commands.Int:
+		w.int(r.Int)
+	case commands.Bulk:
+		w.bulk(r.Bytes)
+	case commands.Nil:
+		w.null()
+	case commands.NilArray:
+		w.nullArray()
+	case commands.Record:
+		w.array(2)
+		w.bulk(r.Bytes)
+		w.int(r.Int)
+	case commands.Error:
+		w.err(r.Text)
+	}
+}
