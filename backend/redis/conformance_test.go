@@ -1,0 +1,75 @@
+package redis
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/backend/storetest"
+)
+
+// fakeRedis is a miniredis whose clock (TIME and key expiry alike) only
+// moves when the test says so.
+type fakeRedis struct {
+	*miniredis.Miniredis
+	mu  sync.Mutex
+	now time.Time
+}
+
+func startFake(t testing.TB) *fakeRedis {
+	t.Helper()
+	f := &fakeRedis{Miniredis: miniredis.RunT(t), now: time.UnixMilli(1_750_000_000_123)}
+	f.SetTime(f.now)
+	f.ClockTTL(true)
+	return f
+}
+
+func (f *fakeRedis) url() string { return "redis://" + f.Addr() }
+
+func (f *fakeRedis) clock() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeRedis) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+	f.SetTime(f.now)
+}
+
+func TestConformanceMiniredis(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		f := startFake(t)
+		s := openStore(t, f.url(), Config{Options: opts})
+		return storetest.Harness{Store: s, Now: f.clock, Advance: f.advance}
+	})
+}
+
+func TestConformanceStandalone(t *testing.T) {
+	t.Parallel()
+	url := serverURL(t, envStandalone)
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		return storetest.Harness{Store: openStore(t, url, Config{Options: opts})}
+	})
+}
+
+func TestConformanceCluster(t *testing.T) {
+	t.Parallel()
+	url := serverURL(t, envCluster)
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		return storetest.Harness{Store: openStore(t, url, Config{Options: opts})}
+	})
+}
+
+func TestConformanceSentinel(t *testing.T) {
+	t.Parallel()
+	url := serverURL(t, envSentinel)
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		return storetest.Harness{Store: openStore(t, url, Config{Options: opts})}
+	})
+}

@@ -1,0 +1,79 @@
+package redis
+
+import "strings"
+
+// DefaultKeyPrefix starts every Redis key the store writes, so that several
+// applications can share one Redis (--redis-key-prefix).
+const DefaultKeyPrefix = "pk:"
+
+// keyspace maps (namespace, key) to Redis keys.
+//
+// The layout is prefix + "{" + namespace + ":" + escape(key) + "}". The
+// whole (namespace, key) is the hash tag, so each reservation has its own
+// slot and a Cluster spreads the load, while the prefix never moves a key to
+// another slot. It is injective: namespaces cannot contain ':' (the contract
+// allows only A-Z a-z 0-9 _ . -) and escape is injective and never emits
+// '}', which would end the hash tag early.
+type keyspace struct{ prefix string }
+
+// recordKey returns the Redis key of (ns, key). It builds a new string, so
+// the caller's buffer is not retained.
+func (k keyspace) recordKey(ns string, key []byte) string {
+	var b strings.Builder
+	b.Grow(len(k.prefix) + len(ns) + len(key) + 3 + escapeExtra(key))
+	b.WriteString(k.prefix)
+	b.WriteByte('{')
+	b.WriteString(ns)
+	b.WriteByte(':')
+	escapeTo(&b, key)
+	b.WriteByte('}')
+	return b.String()
+}
+
+// escapeTo writes key with '%' as "%25" and '}' as "%7D": percent-encoding
+// of just the two bytes that matter keeps keys readable in redis-cli.
+func escapeTo(b *strings.Builder, key []byte) {
+	for _, c := range key {
+		switch c {
+		case '%':
+			b.WriteString("%25")
+		case '}':
+			b.WriteString("%7D")
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+func escapeExtra(key []byte) int {
+	n := 0
+	for _, c := range key {
+		if c == '%' || c == '}' {
+			n += 2
+		}
+	}
+	return n
+}
+
+// slot is the Redis Cluster hash slot of a Redis key: CRC16 (XMODEM) of its
+// hash tag, modulo 16384. The store only needs it to tell whether the two
+// keys of a key change can run in one script on a Cluster.
+func slot(key string) uint16 {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if n := strings.IndexByte(key[open+1:], '}'); n > 0 {
+			key = key[open+1 : open+1+n]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc & 16383
+}

@@ -1,0 +1,284 @@
+// Package redis keeps reservations in Redis (standalone, Sentinel or
+// Cluster) so that many sidecars share them. Every PK command is one Lua
+// script run with EVALSHA: the script reads the server's clock with TIME,
+// checks and writes in one atomic step, so two sidecars can never both win
+// a key. Only a key change across two Cluster slots is composed of two
+// scripts, with compensation (see Move).
+//
+// The client is rueidis: its auto-pipelining coalesces the commands of all
+// concurrent callers into shared round trips, which is what keeps the hop
+// from the sidecar to Redis cheap.
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// DefaultTimeout bounds every call to Redis when Config.Timeout is zero
+// (--backend-timeout).
+const DefaultTimeout = 2 * time.Second
+
+// Config is how Open builds a Store.
+type Config struct {
+	// Options.Retention is how long Redis keeps an expired record.
+	// Options.Now is ignored: the clock is the Redis server's TIME.
+	backend.Options
+	// KeyPrefix starts every Redis key; empty means DefaultKeyPrefix.
+	KeyPrefix string
+	// Timeout bounds each call, the caller's context having no deadline;
+	// zero means DefaultTimeout. A composed key change on a Cluster may take
+	// up to twice as long (its compensation has its own budget).
+	Timeout time.Duration
+}
+
+// Store is a commands.Store on Redis. It is safe for concurrent use.
+type Store struct {
+	target    target
+	opt       rueidis.ClientOption
+	keys      keyspace
+	timeout   time.Duration
+	retention string // in ms, an argument of every script
+	scripts   scripts
+
+	client atomic.Pointer[clientRef]
+
+	mu      sync.Mutex
+	dialing chan struct{} // closed when the running dial ends; nil if none
+	dialErr error         // outcome of the last dial
+	closed  bool
+}
+
+// clientRef boxes the client interface for atomic.Pointer.
+type clientRef struct{ rueidis.Client }
+
+// Open returns a Store for rawURL. It fails only on a malformed URL: Redis
+// may be down, in which case commands fail until it is back, and the
+// connection is made by the first call that needs it (or by Ping).
+func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
+	t, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = DefaultKeyPrefix
+	}
+	if cfg.Retention < 0 {
+		return nil, fmt.Errorf("redis: negative retention %s", cfg.Retention)
+	}
+	s := &Store{
+		target:    t,
+		opt:       clientOption(t, cfg.Timeout),
+		keys:      keyspace{prefix: cfg.KeyPrefix},
+		timeout:   cfg.Timeout,
+		retention: strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
+		scripts:   loadScripts(),
+	}
+	// Connect in the background so that the first command does not pay for
+	// it; a failure here is only remembered, the next call dials again.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Timeout)
+		defer cancel()
+		_, _ = s.conn(ctx)
+	}()
+	return s, nil
+}
+
+// clientOption turns a parsed URL into rueidis options.
+func clientOption(t target, timeout time.Duration) rueidis.ClientOption {
+	opt := rueidis.ClientOption{
+		InitAddress: t.addrs,
+		Username:    t.username,
+		Password:    t.password,
+		SelectDB:    t.db,
+		TLSConfig:   t.tls,
+		ClientName:  "prepkey",
+		// No client-side caching: every read must see the server's clock.
+		DisableCache: true,
+		// A write is never retried by the client: a retry after a lost
+		// reply would read our own reservation and answer :0.
+		DisableRetry: true,
+		// A connection that does not answer within the timeout is dropped
+		// and redialled, instead of holding every later call.
+		ConnWriteTimeout: max(timeout, time.Second),
+	}
+	opt.Dialer.Timeout = timeout
+	if t.topology == Sentinel {
+		opt.Sentinel = rueidis.SentinelOption{
+			MasterSet:  t.master,
+			Username:   t.sentinelUsername,
+			Password:   t.sentinelPassword,
+			TLSConfig:  t.tls,
+			ClientName: "prepkey",
+			// Events can be missed during a failover; reconcile now and
+			// then so the client never stays bound to a demoted master.
+			TopologyRefreshInterval: 2 * time.Second,
+		}
+		opt.Sentinel.Dialer.Timeout = timeout
+	}
+	if t.topology == Standalone {
+		opt.ForceSingleClient = true
+	}
+	return opt
+}
+
+// conn returns the client, dialling if there is none yet. Dialling runs in
+// its own goroutine, shared by concurrent callers, so that a caller waits
+// no longer than its context even when Redis is unreachable.
+func (s *Store) conn(ctx context.Context) (rueidis.Client, error) {
+	if c := s.client.Load(); c != nil {
+		return c.Client, nil
+	}
+	s.mu.Lock()
+	if c := s.client.Load(); c != nil {
+		s.mu.Unlock()
+		return c.Client, nil
+	}
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errClosed
+	}
+	if s.dialing == nil {
+		s.dialing = make(chan struct{})
+		go s.dial(s.dialing)
+	}
+	done := s.dialing
+	s.mu.Unlock()
+
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("connect to %s: %w", s.target.describe(), ctx.Err())
+	}
+	if c := s.client.Load(); c != nil {
+		return c.Client, nil
+	}
+	s.mu.Lock()
+	err := s.dialErr
+	s.mu.Unlock()
+	if err == nil {
+		err = errClosed
+	}
+	return nil, err
+}
+
+var errClosed = errors.New("store closed")
+
+func (s *Store) dial(done chan struct{}) {
+	c, err := rueidis.NewClient(s.opt)
+	if err != nil && c != nil {
+		c.Close()
+	}
+	if err == nil {
+		// Load the scripts everywhere now so that the first commands find
+		// them; a node that misses one later gets it again on NOSCRIPT.
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		s.scripts.load(ctx, c)
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		s.dialErr = fmt.Errorf("connect to %s: %w", s.target.describe(), err)
+	case s.closed:
+		c.Close()
+		s.dialErr = errClosed
+	default:
+		s.client.Store(&clientRef{c})
+		s.dialErr = nil
+	}
+	s.dialing = nil
+	close(done)
+}
+
+// Close releases the connections. Calls after Close fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if c := s.client.Swap(nil); c != nil {
+		c.Close()
+	}
+	return nil
+}
+
+// Topology reports how the Redis behind the URL is deployed.
+func (s *Store) Topology() Topology { return s.target.topology }
+
+// Ping reports whether Redis answers now: PING on standalone and Sentinel
+// (through the client's current master), CLUSTER INFO with cluster_state:ok
+// on a Cluster.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return s.fail(ctx, "ping", err)
+	}
+	if s.target.topology != Cluster {
+		return s.fail(ctx, "ping", c.Do(ctx, c.B().Ping().Build()).Error())
+	}
+	info, err := c.Do(ctx, c.B().ClusterInfo().Build()).ToString()
+	if err != nil {
+		return s.fail(ctx, "ping", err)
+	}
+	if !strings.Contains(info, "cluster_state:ok") {
+		return fmt.Errorf("redis: ping: cluster state is not ok")
+	}
+	return nil
+}
+
+// fail turns a client error into the one-line error the sidecar reports
+// as -UNAVAILABLE; nil stays nil.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = fmt.Errorf("no answer within %s: %w", s.timeout, err)
+	}
+	msg := strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, err.Error())
+	return &Error{Op: op, msg: msg, err: err}
+}
+
+// Error is a failure of Redis or of the way to it. The command may or may
+// not have taken effect.
+type Error struct {
+	Op  string
+	msg string
+	err error
+}
+
+func (e *Error) Error() string { return "redis: " + e.Op + ": " + e.msg }
+func (e *Error) Unwrap() error { return e.err }
+
+// describe names the target in errors, without credentials.
+func (t target) describe() string {
+	switch t.topology {
+	case Sentinel:
+		return "sentinel master " + strconv.Quote(t.master) + " via " + strings.Join(t.addrs, ",")
+	case Cluster:
+		return "cluster " + strings.Join(t.addrs, ",")
+	default:
+		return t.addrs[0]
+	}
+}

@@ -1,0 +1,228 @@
+package redis
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Topology is how the Redis behind a URL is deployed; it decides where a
+// key change can run as one script.
+type Topology uint8
+
+const (
+	// Standalone is one Redis server (redis://, rediss://).
+	Standalone Topology = iota
+	// Sentinel is a master found through Sentinel (redis+sentinel://).
+	Sentinel
+	// Cluster is a Redis Cluster (redis+cluster://).
+	Cluster
+)
+
+func (t Topology) String() string {
+	switch t {
+	case Sentinel:
+		return "sentinel"
+	case Cluster:
+		return "cluster"
+	default:
+		return "standalone"
+	}
+}
+
+// Schemes returns the URL schemes Open accepts, for the one place that
+// dispatches --backend URLs to stores.
+func Schemes() []string {
+	return []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster"}
+}
+
+// target is a parsed backend URL.
+type target struct {
+	topology Topology
+	tls      *tls.Config
+	addrs    []string
+	username string
+	password string
+	db       int
+	// master is the Sentinel master name.
+	master string
+	// sentinelUsername and sentinelPassword authenticate to the Sentinels
+	// themselves, which often have no password when the master has one.
+	sentinelUsername string
+	sentinelPassword string
+}
+
+// parseURL reads the backend URL. It is written by hand because net/url
+// rejects the comma-separated host lists of Sentinel and Cluster URLs.
+//
+//	redis://[user:pass@]host[:port][/db]
+//	rediss://…                                       (TLS)
+//	redis+sentinel://[user:pass@]host[:port],…/master[/db][?sentinel_username=u&sentinel_password=p]
+//	redis+cluster://[user:pass@]host[:port],…
+func parseURL(raw string) (target, error) {
+	var t target
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return t, fmt.Errorf("redis: invalid URL %q: no scheme", redact(raw))
+	}
+	defPort := "6379"
+	switch strings.ToLower(scheme) {
+	case "redis":
+	case "rediss":
+		t.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+	case "redis+sentinel":
+		t.topology, defPort = Sentinel, "26379"
+	case "rediss+sentinel":
+		t.topology, defPort = Sentinel, "26379"
+		t.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+	case "redis+cluster":
+		t.topology = Cluster
+	case "rediss+cluster":
+		t.topology = Cluster
+		t.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+	default:
+		return t, fmt.Errorf("redis: invalid URL %q: unknown scheme %q", redact(raw), scheme)
+	}
+
+	rest, rawQuery, _ := strings.Cut(rest, "?")
+	authority, path, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		if err := t.setUserinfo(authority[:at]); err != nil {
+			return t, fmt.Errorf("redis: invalid URL %q: %w", redact(raw), err)
+		}
+		authority = authority[at+1:]
+	}
+	for _, hp := range strings.Split(authority, ",") {
+		addr, err := hostPort(hp, defPort)
+		if err != nil {
+			return t, fmt.Errorf("redis: invalid URL %q: %w", redact(raw), err)
+		}
+		t.addrs = append(t.addrs, addr)
+	}
+	if t.topology != Cluster && t.topology != Sentinel && len(t.addrs) != 1 {
+		return t, fmt.Errorf("redis: invalid URL %q: one host expected (use redis+cluster:// or redis+sentinel:// for several)", redact(raw))
+	}
+	if err := t.setPath(path); err != nil {
+		return t, fmt.Errorf("redis: invalid URL %q: %w", redact(raw), err)
+	}
+	if err := t.setQuery(rawQuery); err != nil {
+		return t, fmt.Errorf("redis: invalid URL %q: %w", redact(raw), err)
+	}
+	if t.tls != nil {
+		if host, _, err := net.SplitHostPort(t.addrs[0]); err == nil {
+			t.tls.ServerName = host
+		}
+	}
+	return t, nil
+}
+
+func (t *target) setUserinfo(ui string) error {
+	user, pass, hasPass := strings.Cut(ui, ":")
+	var err error
+	if t.username, err = url.PathUnescape(user); err != nil {
+		return fmt.Errorf("bad user name: %w", err)
+	}
+	if hasPass {
+		if t.password, err = url.PathUnescape(pass); err != nil {
+			return fmt.Errorf("bad password: %w", err)
+		}
+	}
+	return nil
+}
+
+// setPath reads "/db" (standalone), "/master[/db]" (Sentinel) or nothing
+// (Cluster, which has only database 0).
+func (t *target) setPath(path string) error {
+	parts := strings.Split(path, "/")
+	if path == "" {
+		parts = nil
+	}
+	if t.topology == Sentinel {
+		if len(parts) == 0 || parts[0] == "" {
+			return fmt.Errorf("the master name is missing (redis+sentinel://host:port,…/master)")
+		}
+		name, err := url.PathUnescape(parts[0])
+		if err != nil {
+			return fmt.Errorf("bad master name: %w", err)
+		}
+		t.master, parts = name, parts[1:]
+	}
+	switch {
+	case len(parts) == 0 || (len(parts) == 1 && parts[0] == ""):
+		return nil
+	case len(parts) > 1:
+		return fmt.Errorf("unexpected path %q", path)
+	case t.topology == Cluster:
+		return fmt.Errorf("a cluster has no database number")
+	}
+	db, err := strconv.Atoi(parts[0])
+	if err != nil || db < 0 {
+		return fmt.Errorf("bad database number %q", parts[0])
+	}
+	t.db = db
+	return nil
+}
+
+func (t *target) setQuery(raw string) error {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return fmt.Errorf("bad query: %w", err)
+	}
+	for k := range q {
+		switch {
+		case t.topology == Sentinel && k == "sentinel_username":
+			t.sentinelUsername = q.Get(k)
+		case t.topology == Sentinel && k == "sentinel_password":
+			t.sentinelPassword = q.Get(k)
+		default:
+			return fmt.Errorf("unknown parameter %q", k)
+		}
+	}
+	return nil
+}
+
+// hostPort validates one host[:port] and adds the default port.
+func hostPort(hp, defPort string) (string, error) {
+	if hp == "" {
+		return "", fmt.Errorf("empty host")
+	}
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		// No port: a bare host name or a bracketed IPv6 address.
+		host, port = strings.TrimSuffix(strings.TrimPrefix(hp, "["), "]"), defPort
+	}
+	if host == "" || strings.ContainsAny(host, "[]/ ") {
+		return "", fmt.Errorf("bad host %q", hp)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("bad port in %q", hp)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// redact hides the passwords of a URL in error messages.
+func redact(raw string) string {
+	if base, query, ok := strings.Cut(raw, "?"); ok && strings.Contains(strings.ToLower(query), "password") {
+		raw = base + "?xxxxx"
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndexByte(rest[:end], '@')
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
