@@ -141,3 +141,60 @@ func testRacePrepareMany(t *testing.T, newStore NewStore) {
 		}
 	}
 }
+
+// testRaceMoveVersusPrepare: a key change to newKey races a PREPARE of
+// newKey, round after round: exactly one of them gets newKey, and a move
+// that loses leaves oldKey as it was.
+func testRaceMoveVersusPrepare(t *testing.T, e *env) {
+	const rounds = 50
+	for r := range rounds {
+		oldKey, newKey := fmt.Sprintf("old-%d", r), fmt.Sprintf("new-%d", r)
+		require.True(t, e.prepare(ns, oldKey, "ov", forever))
+		var res backend.MoveResult
+		winners := race(t, 2, func(i int) (bool, error) {
+			if i == 0 {
+				var err error
+				res, err = e.h.Store.Move(e.ctx, ns, []byte(newKey), []byte("moved"), []byte(oldKey), []byte("ov"), backend.Expiry{})
+				return res == backend.Moved, err
+			}
+			return e.h.Store.Prepare(e.ctx, ns, []byte(newKey), []byte("prepared"), backend.Expiry{})
+		})
+		require.Len(t, winners, 1, "round %d: move %v", r, res)
+		if winners[0] == 0 {
+			e.requireRecord(ns, newKey, "moved", ttlWant{}, true)
+			e.requireAbsent(ns, oldKey)
+			continue
+		}
+		require.Equal(t, backend.NewKeyTaken, res, "round %d: losing move", r)
+		e.requireRecord(ns, newKey, "prepared", ttlWant{}, true)
+		e.requireRecord(ns, oldKey, "ov", ttlWant{}, true)
+	}
+}
+
+// testRaceMoveVersusRollback: a key change from oldKey races a ROLLBACK
+// IFEQ of oldKey, round after round: exactly one of them releases oldKey,
+// and a move that loses leaves newKey unreserved.
+func testRaceMoveVersusRollback(t *testing.T, e *env) {
+	const rounds = 50
+	for r := range rounds {
+		oldKey, newKey := fmt.Sprintf("old-%d", r), fmt.Sprintf("new-%d", r)
+		require.True(t, e.prepare(ns, oldKey, "ov", forever))
+		var res backend.MoveResult
+		winners := race(t, 2, func(i int) (bool, error) {
+			if i == 0 {
+				var err error
+				res, err = e.h.Store.Move(e.ctx, ns, []byte(newKey), []byte("nv"), []byte(oldKey), []byte("ov"), backend.Expiry{})
+				return res == backend.Moved, err
+			}
+			return e.h.Store.Rollback(e.ctx, ns, []byte(oldKey), backend.IfEq([]byte("ov")))
+		})
+		require.Len(t, winners, 1, "round %d: move %v", r, res)
+		e.requireAbsent(ns, oldKey)
+		if winners[0] == 0 {
+			e.requireRecord(ns, newKey, "nv", ttlWant{}, true)
+			continue
+		}
+		require.Equal(t, backend.OldKeyMismatch, res, "round %d: losing move", r)
+		e.requireAbsent(ns, newKey)
+	}
+}

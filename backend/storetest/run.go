@@ -4,6 +4,19 @@ import "testing"
 
 // Run runs the whole suite against the stores newStore builds, one fresh
 // store per subtest.
+//
+// Where PROTOCOL.md is silent the suite holds stores to these choices:
+//   - A record is live while now < ttlAt, expired from ttlAt, and has no
+//     record from ttlAt+Retention on (so with Retention 0, from ttlAt),
+//     whether or not the store has deleted it yet: ROLLBACK answers false
+//     and a key change from it is a mismatch.
+//   - A key change whose newKey is taken and whose oldKey mismatches is
+//     NewKeyTaken: it is PREPARE newKey then ROLLBACK oldKey IFEQ, and the
+//     PREPARE answers first.
+//   - A key change that fails changes nothing: an expired, retained newKey
+//     record is still there, unchanged, after a mismatch.
+//   - Stores are only given namespaces the contract allows, so an encoding
+//     of (namespace, key) may rely on their alphabet.
 func Run(t *testing.T, newStore NewStore) {
 	t.Run("Prepare", func(t *testing.T) { runRows(t, newStore, prepareRows()) })
 	t.Run("Get", func(t *testing.T) { runRows(t, newStore, getRows()) })
@@ -31,6 +44,8 @@ func Run(t *testing.T, newStore NewStore) {
 			{"rollback ifeq", testRaceRollback},
 			{"reprepare ifeq", testRaceReprepare},
 			{"move one old key to two new keys", testRaceMove},
+			{"move versus prepare of the new key", testRaceMoveVersusPrepare},
+			{"move versus rollback of the old key", testRaceMoveVersusRollback},
 		}
 		for _, tc := range onRecords {
 			t.Run(tc.name, func(t *testing.T) {

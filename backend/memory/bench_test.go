@@ -1,0 +1,30 @@
+package memory
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// BenchmarkPrepareParallel reserves random keys from every P at once, as a
+// sidecar under redis-benchmark -r does.
+func BenchmarkPrepareParallel(b *testing.B) {
+	s := New(backend.Options{})
+	b.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	value := []byte(`{"userId":"42"}`)
+	exp := backend.Expiry{Kind: backend.ExpireAfter, Millis: 60_000}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		key := make([]byte, 0, 32)
+		for pb.Next() {
+			key = strconv.AppendUint(append(key[:0], "k:"...), rand.Uint64N(1_000_000), 10)
+			if _, err := s.Prepare(ctx, "ns", key, value, exp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
