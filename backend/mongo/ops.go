@@ -1,0 +1,296 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// Field names of a record document; see docs/mongo.md.
+const (
+	fieldValue    = "v"
+	fieldTTLAt    = "ttlAt"
+	fieldExpireAt = "expireAt"
+	fieldMoveID   = "moveId"
+)
+
+var (
+	upsert       = options.UpdateOne().SetUpsert(true)
+	upsertBefore = options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.Before)
+	projection   = options.FindOne().SetProjection(bson.D{{Key: fieldValue, Value: 1}, {Key: fieldTTLAt, Value: 1}, {Key: fieldExpireAt, Value: 1}})
+)
+
+// Prepare upserts the record with a filter that matches only an expired
+// record, so the server inserts when there is none and fails with a
+// duplicate key when a live one holds the key: one atomic step either way.
+func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	now := s.nowMs()
+	ok, err := s.prepare(ctx, s.collection(ns), key, s.record(value, exp.TTLAt(now, backend.Forever), nil), now)
+	if err != nil {
+		return false, wrap("prepare", err)
+	}
+	return ok, nil
+}
+
+func (s *Store) prepare(ctx context.Context, c *mongo.Collection, key []byte, update bson.D, now int64) (bool, error) {
+	res, err := c.UpdateOne(ctx, expiredFilter(key, now), update, upsert)
+	if mongo.IsDuplicateKeyError(err) {
+		// The filter did not match, so the key has a live record, and the
+		// insert that the upsert fell back to collided with it.
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if res.MatchedCount+res.UpsertedCount != 1 {
+		return false, fmt.Errorf("upsert matched %d and inserted %d documents", res.MatchedCount, res.UpsertedCount)
+	}
+	return true, nil
+}
+
+// Get reads the record. One whose retention is over is absent even before
+// the sweeper or the TTL index deletes it.
+func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	raw, err := s.collection(ns).FindOne(ctx, bson.D{{Key: "_id", Value: binary(key)}}, projection).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return backend.Record{}, false, nil
+	}
+	if err != nil {
+		return backend.Record{}, false, wrap("get", err)
+	}
+	value, ttlAt, expireAt, err := decode(raw)
+	if err != nil {
+		return backend.Record{}, false, wrap("get", err)
+	}
+	now := s.nowMs()
+	if expireAt <= now {
+		return backend.Record{}, false, nil
+	}
+	return backend.Record{Value: value, TTLAt: ttlAt, Live: backend.LiveAt(ttlAt, now)}, true, nil
+}
+
+// Rollback deletes the record, live or retained, if ifeq holds.
+func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ok, err := s.rollback(ctx, s.collection(ns), key, ifeq, s.nowMs())
+	if err != nil {
+		return false, wrap("rollback", err)
+	}
+	return ok, nil
+}
+
+func (s *Store) rollback(ctx context.Context, c *mongo.Collection, key []byte, ifeq backend.Cond, now int64) (bool, error) {
+	filter := bson.D{{Key: "_id", Value: binary(key)}}
+	if ifeq.Set {
+		filter = append(filter, bson.E{Key: fieldValue, Value: binary(ifeq.Value)})
+	}
+	filter = append(filter, retained(now))
+	res, err := c.DeleteOne(ctx, filter)
+	if err != nil {
+		return false, err
+	}
+	return res.DeletedCount == 1, nil
+}
+
+// Reprepare updates the record with a filter that requires it to be live
+// (and to hold the IFEQ value), so the check and the write are one step.
+func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	now := s.nowMs()
+	filter := bson.D{{Key: "_id", Value: binary(key)}}
+	if ifeq.Set {
+		filter = append(filter, bson.E{Key: fieldValue, Value: binary(ifeq.Value)})
+	}
+	filter = append(filter, live(now))
+
+	update := bson.D{{Key: "$set", Value: bson.D{{Key: fieldValue, Value: binary(value)}}}}
+	if exp.Kind != backend.KeepTTL {
+		update = s.record(value, exp.TTLAt(now, backend.Forever), nil)
+	}
+	res, err := s.collection(ns).UpdateOne(ctx, filter, update)
+	if err != nil {
+		return false, wrap("reprepare", err)
+	}
+	return res.MatchedCount == 1, nil
+}
+
+// Move composes the key change from a reservation of newKey and a
+// conditional release of oldKey, since MongoDB has no single-document
+// operation over two keys and FerretDB has no transactions. When the release
+// does not happen, the reservation is undone before answering: the record
+// newKey had (an expired one kept as evidence) is put back, or the new one
+// deleted. The record written for newKey carries a fresh moveId so that the
+// undo touches exactly that record and never one another client wrote
+// meanwhile.
+func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+	c := s.collection(ns)
+	id := bson.NewObjectID()
+
+	octx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	now := s.nowMs()
+	prev, reserved, err := s.reserveForMove(octx, c, newKey, s.record(newValue, exp.TTLAt(now, backend.Forever), &id), now)
+	if err != nil {
+		// The reservation may have been applied before the failure.
+		return 0, wrap("move", errors.Join(fmt.Errorf("reserve new key: %w", err), s.undoMove(ctx, c, newKey, id, nil)))
+	}
+	if !reserved {
+		return backend.NewKeyTaken, nil
+	}
+	if s.beforeRelease != nil {
+		s.beforeRelease()
+	}
+
+	released, err := s.rollback(octx, c, oldKey, backend.IfEq(oldValue), s.nowMs())
+	if err == nil && released {
+		return backend.Moved, nil
+	}
+	undoErr := s.undoMove(ctx, c, newKey, id, prev)
+	if err != nil {
+		return 0, wrap("move", errors.Join(fmt.Errorf("release old key: %w", err), undoErr))
+	}
+	if undoErr != nil {
+		// newKey may still be reserved: answering MISMATCH would lie.
+		return 0, wrap("move", fmt.Errorf("old key mismatch, then %w", undoErr))
+	}
+	return backend.OldKeyMismatch, nil
+}
+
+// reserveForMove is prepare that also returns the expired record it
+// replaced, if any, so that the reservation can be undone exactly.
+func (s *Store) reserveForMove(ctx context.Context, c *mongo.Collection, key []byte, update bson.D, now int64) (bson.Raw, bool, error) {
+	prev, err := c.FindOneAndUpdate(ctx, expiredFilter(key, now), update, upsertBefore).Raw()
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return nil, true, nil // inserted
+	case mongo.IsDuplicateKeyError(err):
+		return nil, false, nil // a live record holds the key
+	case err != nil:
+		return nil, false, err
+	}
+	return prev, true, nil
+}
+
+// undoMove puts back prev, the record that Move id replaced for newKey, or
+// deletes the one it inserted, if Move's record is still there. It has its
+// own deadline, and survives the caller's cancellation, because leaving
+// newKey reserved is the half-done state it exists to prevent.
+func (s *Store) undoMove(ctx context.Context, c *mongo.Collection, newKey []byte, id bson.ObjectID, prev bson.Raw) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	filter := bson.D{{Key: "_id", Value: binary(newKey)}, {Key: fieldMoveID, Value: id}}
+	var err error
+	if prev != nil {
+		_, err = c.ReplaceOne(ctx, filter, prev)
+	} else {
+		_, err = c.DeleteOne(ctx, filter)
+	}
+	if err != nil {
+		return fmt.Errorf("undo the reservation of new key: %w", err)
+	}
+	return nil
+}
+
+// record is the update that writes a whole record. expireAt is absent for a
+// forever record, so the TTL index and the sweeper never touch it; moveId is
+// unset unless Move writes the record.
+func (s *Store) record(value []byte, ttlAt int64, moveID *bson.ObjectID) bson.D {
+	set := bson.D{{Key: fieldValue, Value: binary(value)}, {Key: fieldTTLAt, Value: ttlAt}}
+	var unset bson.D
+	if ttlAt == backend.Forever {
+		unset = append(unset, bson.E{Key: fieldExpireAt, Value: ""})
+	} else {
+		set = append(set, bson.E{Key: fieldExpireAt, Value: bson.DateTime(s.expireAt(ttlAt))})
+	}
+	if moveID != nil {
+		set = append(set, bson.E{Key: fieldMoveID, Value: *moveID})
+	} else {
+		unset = append(unset, bson.E{Key: fieldMoveID, Value: ""})
+	}
+	update := bson.D{{Key: "$set", Value: set}}
+	if len(unset) > 0 {
+		update = append(update, bson.E{Key: "$unset", Value: unset})
+	}
+	return update
+}
+
+// expireAt is when a record with this ttlAt has outlived its retention.
+func (s *Store) expireAt(ttlAt int64) int64 {
+	r := s.opts.Retention.Milliseconds()
+	if ttlAt > math.MaxInt64-r {
+		return math.MaxInt64
+	}
+	return ttlAt + r
+}
+
+func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
+
+// expiredFilter matches the record of key if it is expired at now; with an
+// upsert, the insert it falls back to fails with a duplicate key exactly when
+// a live record holds key.
+func expiredFilter(key []byte, now int64) bson.D {
+	return bson.D{
+		{Key: "_id", Value: binary(key)},
+		{Key: fieldTTLAt, Value: bson.D{{Key: "$gt", Value: backend.Forever}, {Key: "$lte", Value: now}}},
+	}
+}
+
+// live matches a record that is forever or not yet expired at now.
+func live(now int64) bson.E {
+	return bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: fieldTTLAt, Value: backend.Forever}},
+		bson.D{{Key: fieldTTLAt, Value: bson.D{{Key: "$gt", Value: now}}}},
+	}}
+}
+
+// retained matches a record whose retention is not over at now.
+func retained(now int64) bson.E {
+	return bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: fieldExpireAt, Value: bson.D{{Key: "$exists", Value: false}}}},
+		bson.D{{Key: fieldExpireAt, Value: bson.D{{Key: "$gt", Value: bson.DateTime(now)}}}},
+	}}
+}
+
+// binary stores keys and values as BSON binary (subtype 0), so that any
+// bytes, valid UTF-8 or not, round-trip and compare byte for byte.
+func binary(b []byte) bson.Binary {
+	if b == nil {
+		b = []byte{}
+	}
+	return bson.Binary{Subtype: bson.TypeBinaryGeneric, Data: b}
+}
+
+// decode reads a record document. expireAt is math.MaxInt64 for a forever
+// record.
+func decode(raw bson.Raw) (value []byte, ttlAt, expireAt int64, err error) {
+	_, value, ok := raw.Lookup(fieldValue).BinaryOK()
+	if !ok {
+		return nil, 0, 0, fmt.Errorf("record %s: %q is not binary", raw.Lookup("_id"), fieldValue)
+	}
+	ttlAt, ok = raw.Lookup(fieldTTLAt).AsInt64OK()
+	if !ok {
+		return nil, 0, 0, fmt.Errorf("record %s: %q is not an integer", raw.Lookup("_id"), fieldTTLAt)
+	}
+	expireAt = math.MaxInt64
+	if v, err := raw.LookupErr(fieldExpireAt); err == nil {
+		dt, ok := v.DateTimeOK()
+		if !ok {
+			return nil, 0, 0, fmt.Errorf("record %s: %q is not a date", raw.Lookup("_id"), fieldExpireAt)
+		}
+		expireAt = dt
+	}
+	return value, ttlAt, expireAt, nil
+}
