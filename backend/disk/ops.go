@@ -1,0 +1,272 @@
+package disk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// stored is a record as it is on disk, read under its stripe lock. value is
+// a copy that the caller owns.
+type stored struct {
+	exists bool
+	ttlAt  int64
+	value  []byte
+}
+
+// visible reports whether r counts as a record at nowMs: one past its
+// retention is absent even before the sweep deletes it.
+func (s *Store) visible(r stored, nowMs int64) bool {
+	return r.exists && !s.opts.Gone(r.ttlAt, nowMs)
+}
+
+// live reports whether r holds its key at nowMs.
+func (s *Store) live(r stored, nowMs int64) bool {
+	return r.exists && backend.LiveAt(r.ttlAt, nowMs)
+}
+
+// stripe returns the lock index of a record key.
+func (s *Store) stripe(recKey []byte) int {
+	return int(maphash.Bytes(s.seed, recKey) % stripes)
+}
+
+// lock takes the stripe of recKey, and reports ErrClosed once Close began.
+// The caller must call the returned unlock even on error.
+func (s *Store) lock(ctx context.Context, recKey []byte) (unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return func() {}, err
+	}
+	mu := &s.locks[s.stripe(recKey)]
+	mu.Lock()
+	if s.closed.Load() {
+		return mu.Unlock, ErrClosed
+	}
+	return mu.Unlock, nil
+}
+
+// lock2 takes the stripes of two record keys in index order, so that
+// concurrent Moves over the same two stripes cannot deadlock.
+func (s *Store) lock2(ctx context.Context, a, b []byte) (unlock func(), err error) {
+	i, j := s.stripe(a), s.stripe(b)
+	if i == j {
+		return s.lock(ctx, a)
+	}
+	if err := ctx.Err(); err != nil {
+		return func() {}, err
+	}
+	if i > j {
+		i, j = j, i
+	}
+	first, second := &s.locks[i], &s.locks[j]
+	first.Lock()
+	second.Lock()
+	unlock = func() { second.Unlock(); first.Unlock() }
+	if s.closed.Load() {
+		return unlock, ErrClosed
+	}
+	return unlock, nil
+}
+
+// read returns the record under recKey as it is on disk. The stripe must be
+// held.
+func (s *Store) read(recKey []byte) (stored, error) {
+	raw, closer, err := s.db.Get(recKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return stored{}, nil
+	}
+	if err != nil {
+		return stored{}, fmt.Errorf("disk: read: %w", err)
+	}
+	defer closer.Close()
+	ttlAt, value, err := decodeRecord(raw)
+	if err != nil {
+		return stored{}, err
+	}
+	return stored{exists: true, ttlAt: ttlAt, value: bytes.Clone(value)}, nil
+}
+
+// put adds to b the record recKey -> (ttlAt, value) in place of old, and
+// keeps the expiry index in step: old's entry goes, the new one comes.
+func put(b *pebble.Batch, recKey []byte, old stored, ttlAt int64, value []byte) error {
+	if old.exists && old.ttlAt != backend.Forever && old.ttlAt != ttlAt {
+		if err := b.Delete(expiryKey(old.ttlAt, recKey), nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Set(recKey, recordValue(ttlAt, value), nil); err != nil {
+		return err
+	}
+	if ttlAt != backend.Forever {
+		return b.Set(expiryKey(ttlAt, recKey), nil, nil)
+	}
+	return nil
+}
+
+// del adds to b the deletion of old, stored under recKey, and of its expiry
+// index entry.
+func del(b *pebble.Batch, recKey []byte, old stored) error {
+	if err := b.Delete(recKey, nil); err != nil {
+		return err
+	}
+	if old.ttlAt != backend.Forever {
+		return b.Delete(expiryKey(old.ttlAt, recKey), nil)
+	}
+	return nil
+}
+
+// commit applies b, waits for its fsync and closes it. It is called with
+// the stripes of every key in b held, so nobody sees b before it is durable.
+func (s *Store) commit(b *pebble.Batch) error {
+	defer b.Close()
+	if err := s.db.Apply(b, pebble.Sync); err != nil {
+		return fmt.Errorf("disk: commit: %w", err)
+	}
+	return nil
+}
+
+// write builds one batch with fill and commits it.
+func (s *Store) write(fill func(b *pebble.Batch) error) error {
+	b := s.db.NewBatch()
+	if err := fill(b); err != nil {
+		b.Close()
+		return fmt.Errorf("disk: build batch: %w", err)
+	}
+	return s.commit(b)
+}
+
+// nowMs reads the store's clock.
+func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
+
+// Prepare reserves key for value when no live record holds it.
+func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+	rk := recordKey(ns, key)
+	unlock, err := s.lock(ctx, rk)
+	defer unlock()
+	if err != nil {
+		return false, err
+	}
+	now := s.nowMs()
+	old, err := s.read(rk)
+	if err != nil {
+		return false, err
+	}
+	if s.live(old, now) {
+		return false, nil
+	}
+	ttlAt := exp.TTLAt(now, backend.Forever)
+	if err := s.write(func(b *pebble.Batch) error { return put(b, rk, old, ttlAt, value) }); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Get returns the record of key, live or expired but retained. It takes the
+// stripe too: pebble shows a batch before its fsync, and the stripe is what
+// keeps a reader from answering with a record that is not yet durable.
+func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
+	rk := recordKey(ns, key)
+	unlock, err := s.lock(ctx, rk)
+	defer unlock()
+	if err != nil {
+		return backend.Record{}, false, err
+	}
+	now := s.nowMs()
+	r, err := s.read(rk)
+	if err != nil || !s.visible(r, now) {
+		return backend.Record{}, false, err
+	}
+	return backend.Record{Value: r.value, TTLAt: r.ttlAt, Live: backend.LiveAt(r.ttlAt, now)}, true, nil
+}
+
+// Rollback deletes the record of key, live or expired, if ifeq holds.
+func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
+	rk := recordKey(ns, key)
+	unlock, err := s.lock(ctx, rk)
+	defer unlock()
+	if err != nil {
+		return false, err
+	}
+	now := s.nowMs()
+	old, err := s.read(rk)
+	if err != nil {
+		return false, err
+	}
+	if !s.visible(old, now) || !ifeq.Holds(old.value) {
+		return false, nil
+	}
+	if err := s.write(func(b *pebble.Batch) error { return del(b, rk, old) }); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Reprepare replaces the value of the live record of key if ifeq holds.
+func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
+	rk := recordKey(ns, key)
+	unlock, err := s.lock(ctx, rk)
+	defer unlock()
+	if err != nil {
+		return false, err
+	}
+	now := s.nowMs()
+	old, err := s.read(rk)
+	if err != nil {
+		return false, err
+	}
+	if !s.live(old, now) || !ifeq.Holds(old.value) {
+		return false, nil
+	}
+	ttlAt := exp.TTLAt(now, old.ttlAt)
+	if err := s.write(func(b *pebble.Batch) error { return put(b, rk, old, ttlAt, value) }); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Move reserves newKey for newValue and releases oldKey if it holds
+// oldValue, in one batch under both stripes: it is atomic, on disk too.
+// A live newKey wins over a mismatched oldKey (:0 before -MISMATCH), as
+// PREPARE newKey would fail before ROLLBACK oldKey is tried.
+func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+	nk, ok := recordKey(ns, newKey), recordKey(ns, oldKey)
+	if bytes.Equal(nk, ok) {
+		return 0, fmt.Errorf("disk: move: old and new key are the same")
+	}
+	unlock, err := s.lock2(ctx, nk, ok)
+	defer unlock()
+	if err != nil {
+		return 0, err
+	}
+	now := s.nowMs()
+	cur, err := s.read(nk)
+	if err != nil {
+		return 0, err
+	}
+	if s.live(cur, now) {
+		return backend.NewKeyTaken, nil
+	}
+	old, err := s.read(ok)
+	if err != nil {
+		return 0, err
+	}
+	if !s.visible(old, now) || !bytes.Equal(old.value, oldValue) {
+		return backend.OldKeyMismatch, nil
+	}
+	ttlAt := exp.TTLAt(now, backend.Forever)
+	err = s.write(func(b *pebble.Batch) error {
+		if err := put(b, nk, cur, ttlAt, newValue); err != nil {
+			return err
+		}
+		return del(b, ok, old)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return backend.Moved, nil
+}

@@ -1,0 +1,214 @@
+// Package disk is the embedded durable store (--backend file:DIR): the
+// reservations live in a pebble database in DIR, so the sidecar needs no
+// other server and keeps every acknowledged reservation across a crash.
+//
+// Durability: every write is committed with pebble.Sync and its result is
+// returned only after the WAL fsync. Concurrent writers share fsyncs through
+// pebble's group commit, which is what keeps the store fast with many
+// clients.
+//
+// Atomicity: a command on one key holds that key's stripe lock (a fixed array
+// of mutexes chosen by key hash) from its read to the end of its synced
+// commit. Holding it across the fsync means nobody can observe a record
+// before it is durable: pebble makes a batch visible before its WAL sync, so
+// a reader without the lock could answer from a write that a crash would
+// undo. Other stripes proceed meanwhile and share the fsync. A key change
+// (Move) locks both stripes in index order and commits one batch, so it is
+// atomic.
+//
+// The keyspace layout is described in encoding.go; expired records are
+// deleted after the retention by the sweep in sweep.go.
+package disk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// ErrClosed is returned by every method called after Close.
+var ErrClosed = errors.New("disk: store is closed")
+
+const (
+	// stripes is the number of key locks. Random keys from 50-1000 clients
+	// rarely share one, and the array costs 32 KiB.
+	stripes = 4096
+	// defaultSweepInterval is how often expired records are looked for.
+	defaultSweepInterval = time.Second
+	// cacheSize is pebble's block cache. Records are small and the working
+	// set of a sidecar is recent keys, so a modest cache is enough.
+	cacheSize = 64 << 20
+	// memTableSize lets bursts of reservations stay in memory longer before a
+	// flush; pebble's 4 MiB default flushes often under load.
+	memTableSize = 32 << 20
+)
+
+// Store is a commands.Store on a pebble database in one directory.
+type Store struct {
+	db      *pebble.DB
+	dirLock *pebble.Lock
+	opts    backend.Options
+	now     func() time.Time
+	seed    maphash.Seed
+	locks   [stripes]sync.Mutex
+
+	// closed is set by Close before it drains the stripes; every method
+	// checks it with its stripe held, so none touches the closed db (pebble
+	// panics on use after Close).
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+
+	stopSweep chan struct{}
+	sweepDone chan struct{}
+}
+
+// config holds what tests tune that callers of Open need not.
+type config struct {
+	// sweepInterval is the period of the background sweep; zero disables it
+	// (tests call sweep directly with a moved clock).
+	sweepInterval time.Duration
+}
+
+// Open opens (creating if needed) the store in dir. A directory in use by
+// another process, or by another Store of this process, is an error.
+func Open(dir string, opts backend.Options) (*Store, error) {
+	return open(dir, opts, config{sweepInterval: defaultSweepInterval})
+}
+
+func open(dir string, opts backend.Options, cfg config) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("disk: create %s: %w", dir, err)
+	}
+	// Take pebble's directory lock ourselves so that "in use" is told apart
+	// from every other reason Open can fail.
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		var pathErr *os.PathError
+		if errors.As(err, &pathErr) {
+			return nil, fmt.Errorf("disk: lock %s: %w", dir, err)
+		}
+		return nil, fmt.Errorf("disk: %s is in use by another process or store: %w", dir, err)
+	}
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref() // the db holds its own reference
+	db, err := pebble.Open(dir, &pebble.Options{
+		Cache:              cache,
+		Lock:               lock,
+		MemTableSize:       memTableSize,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             slogLogger{slog.Default()},
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("disk: open %s: %w", dir, err), lock.Close())
+	}
+	if err := checkFormat(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("disk: %s: %w", dir, err), db.Close(), lock.Close())
+	}
+	s := &Store{
+		db:        db,
+		dirLock:   lock,
+		opts:      opts,
+		now:       opts.Clock(),
+		seed:      maphash.MakeSeed(),
+		stopSweep: make(chan struct{}),
+		sweepDone: make(chan struct{}),
+	}
+	if cfg.sweepInterval > 0 {
+		go s.sweepLoop(cfg.sweepInterval)
+	} else {
+		close(s.sweepDone)
+	}
+	return s, nil
+}
+
+// checkFormat records formatVersion in a new database and refuses one
+// written in another format.
+func checkFormat(db *pebble.DB) error {
+	v, closer, err := db.Get(metaFormatKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return db.Set(metaFormatKey, []byte{formatVersion}, pebble.Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("read format: %w", err)
+	}
+	defer closer.Close()
+	if !bytes.Equal(v, []byte{formatVersion}) {
+		return fmt.Errorf("unknown store format %x (this sidecar writes %d)", v, formatVersion)
+	}
+	return nil
+}
+
+// Close stops the sweep, waits for commands in flight and closes the
+// database. Later calls return the first call's result; methods called after
+// it return ErrClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stopSweep)
+		<-s.sweepDone
+		s.closed.Store(true)
+		for i := range s.locks {
+			s.locks[i].Lock()
+			s.locks[i].Unlock() //nolint:staticcheck // draining the holders is the point
+		}
+		// The lock is released only after the db is closed, as pebble requires.
+		s.closeErr = errors.Join(s.db.Close(), s.dirLock.Close())
+	})
+	return s.closeErr
+}
+
+// Ping reports whether the store serves commands: it is open and a read
+// goes through.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	mu := &s.locks[0]
+	mu.Lock()
+	defer mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	v, closer, err := s.db.Get(metaFormatKey)
+	if err != nil {
+		return fmt.Errorf("disk: ping: %w", err)
+	}
+	defer closer.Close()
+	if len(v) != 1 {
+		return fmt.Errorf("disk: ping: %w: format key", errCorrupt)
+	}
+	return nil
+}
+
+// slogLogger routes pebble's log lines to slog: its chatter (WAL recovery,
+// compactions) at Debug so the sidecar's log stays quiet, its background
+// errors at Error.
+type slogLogger struct{ l *slog.Logger }
+
+func (l slogLogger) Infof(format string, args ...any) {
+	l.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (l slogLogger) Errorf(format string, args ...any) {
+	l.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// Fatalf must not return (pebble's contract): pebble calls it when it cannot
+// keep the database consistent, e.g. after a failed WAL fsync.
+func (l slogLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.l.Error(msg, "component", "pebble", "fatal", true)
+	panic("pebble: " + msg)
+}
