@@ -35,11 +35,13 @@ func (f *fakeRedis) clock() time.Time {
 	return f.now
 }
 
-func (f *fakeRedis) advance(d time.Duration) {
+func (f *fakeRedis) advance(d time.Duration) { f.setClock(f.clock().Add(d)) }
+
+func (f *fakeRedis) setClock(now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
-	f.SetTime(f.now)
+	f.now = now
+	f.SetTime(now)
 }
 
 func TestConformanceMiniredis(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 // Cluster otherwise it composes two scripts, see moveAcross.
 func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
 	nk, ok := s.keys.recordKey(ns, newKey), s.keys.recordKey(ns, oldKey)
-	if s.target.topology == Cluster && slot(nk) != slot(ok) {
+	if s.composed && slot(nk) != slot(ok) {
 		return s.moveAcross(ctx, nk, newValue, ok, oldValue, exp)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
@@ -59,13 +59,27 @@ func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, o
 func (s *Store) moveAcross(ctx context.Context, newKey string, newValue []byte, oldKey string, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
 	fwd, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	prev, reserved, err := s.reserve(fwd, newKey, newValue, exp)
+	var prev *replaced
+	reserved, err := false, s.inject("reserve")
+	if err == nil {
+		prev, reserved, err = s.reserve(fwd, newKey, newValue, exp)
+	}
+	if err == nil {
+		if err = s.inject("reserved"); err != nil {
+			prev, reserved = nil, false // as if the reply were lost
+		}
+	}
 	if err == nil && !reserved {
 		return backend.NewKeyTaken, nil
 	}
 	var released bool
 	if err == nil {
-		released, err = s.rollback(fwd, oldKey, backend.IfEq(oldValue))
+		if err = s.inject("release"); err == nil {
+			released, err = s.rollback(fwd, oldKey, backend.IfEq(oldValue))
+		}
+		if err == nil {
+			err = s.inject("released")
+		}
 		if err == nil && released {
 			return backend.Moved, nil
 		}
@@ -91,6 +105,16 @@ func (s *Store) moveAcross(ctx context.Context, newKey string, newValue []byte, 
 		return 0, err
 	}
 	return backend.OldKeyMismatch, nil
+}
+
+// inject returns the failure a test injects at a step of moveAcross:
+// "reserve" and "release" fail before the step runs, "reserved" and
+// "released" after it ran, as a lost reply does.
+func (s *Store) inject(step string) error {
+	if s.fault == nil {
+		return nil
+	}
+	return s.fault(step)
 }
 
 // replaced is the expired record that reserve.lua replaced.

@@ -50,8 +50,13 @@ type Store struct {
 	timeout   time.Duration
 	retention string // in ms, an argument of every script
 	scripts   scripts
+	// composed: key changes across two slots compose two scripts (Cluster).
+	composed bool
 
 	client atomic.Pointer[clientRef]
+
+	// fault, in tests only, injects failures into moveAcross (see inject).
+	fault func(step string) error
 
 	mu      sync.Mutex
 	dialing chan struct{} // closed when the running dial ends; nil if none
@@ -86,6 +91,7 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		timeout:   cfg.Timeout,
 		retention: strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
 		scripts:   loadScripts(),
+		composed:  t.topology == Cluster,
 	}
 	// Connect in the background so that the first command does not pay for
 	// it; a failure here is only remembered, the next call dials again.
@@ -161,7 +167,7 @@ func (s *Store) conn(ctx context.Context) (rueidis.Client, error) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("connect to %s: %w", s.target.describe(), ctx.Err())
+		return nil, fmt.Errorf("connect to %s: %w", s.target.describe(), s.noAnswer(ctx.Err()))
 	}
 	if c := s.client.Load(); c != nil {
 		return c.Client, nil
@@ -193,7 +199,7 @@ func (s *Store) dial(done chan struct{}) {
 	defer s.mu.Unlock()
 	switch {
 	case err != nil:
-		s.dialErr = fmt.Errorf("connect to %s: %w", s.target.describe(), err)
+		s.dialErr = fmt.Errorf("connect to %s: %w", s.target.describe(), s.noAnswer(err))
 	case s.closed:
 		c.Close()
 		s.dialErr = errClosed
@@ -248,9 +254,7 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		err = fmt.Errorf("no answer within %s: %w", s.timeout, err)
-	}
+	err = s.noAnswer(err)
 	msg := strings.Map(func(r rune) rune {
 		if r == '\r' || r == '\n' {
 			return ' '
@@ -259,6 +263,24 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	}, err.Error())
 	return &Error{Op: op, msg: msg, err: err}
 }
+
+// noAnswer words a deadline error as what it means here: Redis did not
+// answer within the timeout.
+func (s *Store) noAnswer(err error) error {
+	var na *noAnswerError
+	if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &na) {
+		return &noAnswerError{after: s.timeout, err: err}
+	}
+	return err
+}
+
+type noAnswerError struct {
+	after time.Duration
+	err   error
+}
+
+func (e *noAnswerError) Error() string { return fmt.Sprintf("no answer within %s", e.after) }
+func (e *noAnswerError) Unwrap() error { return e.err }
 
 // Error is a failure of Redis or of the way to it. The command may or may
 // not have taken effect.

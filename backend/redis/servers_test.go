@@ -23,19 +23,28 @@ const (
 )
 
 // serverURL returns the URL of a real server from the environment. Without
-// it the test is skipped, except under CI=true, where a missing server is a
-// failure so that CI never skips silently.
+// it the test is skipped, except under CI=true (see lookupServer).
 func serverURL(t testing.TB, name string) string {
 	t.Helper()
+	url, ok := lookupServer(t, name)
+	if !ok {
+		t.Skipf(`%s is not set: run eval "$(scripts/redis-servers.sh up DIR)" first`, name)
+	}
+	return url
+}
+
+// lookupServer returns the URL of a real server from the environment and
+// whether it is set. Under CI=true a missing server fails the test, so
+// that CI never skips silently.
+func lookupServer(t testing.TB, name string) (string, bool) {
+	t.Helper()
 	if v := os.Getenv(name); v != "" {
-		return v
+		return v, true
 	}
-	msg := fmt.Sprintf(`%s is not set: run eval "$(scripts/redis-servers.sh up DIR)" first`, name)
 	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
+		t.Fatalf(`%s is not set under CI=true: run eval "$(scripts/redis-servers.sh up DIR)" first`, name)
 	}
-	t.Skip(msg)
-	return ""
+	return "", false
 }
 
 // needBinary skips (or under CI fails) a test that starts its own servers

@@ -8,10 +8,11 @@ local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local retention = tonumber(ARGV[5])
 
--- HGET and HMGET give false, never nil, for a missing key or field.
-local t = redis.call('HGET', KEYS[1], 't')
-if t ~= false then
-  t = tonumber(t)
+-- HMGET gives false, never nil, for a missing key or field; a hash that
+-- lacks either field is no record.
+local new = redis.call('HMGET', KEYS[1], 'v', 't')
+if new[1] ~= false and new[2] ~= false then
+  local t = tonumber(new[2])
   if t == 0 or now < t then
     return 0
   end

@@ -7,10 +7,11 @@
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 
--- HGET of a missing key or field is false, never nil.
-local t = redis.call('HGET', KEYS[1], 't')
-if t ~= false then
-  t = tonumber(t)
+-- HMGET gives false, never nil, for a missing key or field; a hash that
+-- lacks either field is no record.
+local r = redis.call('HMGET', KEYS[1], 'v', 't')
+if r[1] ~= false and r[2] ~= false then
+  local t = tonumber(r[2])
   if t == 0 or now < t then
     return 0
   end

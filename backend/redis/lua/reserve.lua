@@ -8,17 +8,16 @@
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 
--- HMGET gives false, never nil, for a missing key or field.
+-- HMGET gives false, never nil, for a missing key or field; a hash that
+-- lacks either field is no record.
 local prev = redis.call('HMGET', KEYS[1], 'v', 't')
 local reply = {1}
-if prev[2] ~= false then
+if prev[1] ~= false and prev[2] ~= false then
   local t = tonumber(prev[2])
   if t == 0 or now < t then
     return 0
   end
-  if prev[1] ~= false then
-    reply = {1, prev[1], prev[2]}
-  end
+  reply = {1, prev[1], prev[2]}
 end
 
 -- ts is the stored form: an absolute time is kept as given, so no precision
