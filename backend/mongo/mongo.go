@@ -176,7 +176,14 @@ type opError struct {
 }
 
 func (e *opError) Error() string {
-	return "mongo: " + e.op + ": " + strings.Join(strings.Fields(e.err.Error()), " ")
+	// errors.Join separates with newlines: keep the parts apart with "; ".
+	var parts []string
+	for line := range strings.Lines(e.err.Error()) {
+		if line = strings.Join(strings.Fields(line), " "); line != "" {
+			parts = append(parts, line)
+		}
+	}
+	return "mongo: " + e.op + ": " + strings.Join(parts, "; ")
 }
 
 func (e *opError) Unwrap() error { return e.err }

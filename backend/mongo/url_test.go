@@ -1,0 +1,49 @@
+package mongo
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDatabaseFromURL(t *testing.T) {
+	for _, tc := range []struct {
+		url, db string
+	}{
+		{"mongodb://localhost", "prepkey"},
+		{"mongodb://localhost/", "prepkey"},
+		{"mongodb://localhost/?w=majority", "prepkey"},
+		{"mongodb://localhost:27017/app", "app"},
+		{"mongodb://localhost/app?w=majority&readConcernLevel=majority", "app"},
+		{"mongodb://a:1,b:2,c:3/app?replicaSet=rs0", "app"},
+		{"mongodb://user:p%40ss@localhost/app", "app"},
+		{"mongodb://user:pass@localhost/?authSource=admin", "prepkey"},
+		{"mongodb+srv://cluster0.example.net/app", "app"},
+		{"mongodb://localhost/my%2Ddb", "my-db"},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			db, err := databaseFromURL(tc.url)
+			require.NoError(t, err)
+			require.Equal(t, tc.db, db)
+		})
+	}
+}
+
+func TestOpenRejects(t *testing.T) {
+	for _, tc := range []struct {
+		url, err string
+	}{
+		{"redis://localhost", `mongo: invalid URL: scheme must be "mongodb" or "mongodb+srv"`},
+		{"mongodb://localhost/a.b", `mongo: invalid URL: database name "a.b": at most 63 bytes, none of /\. "$*<>:|?`},
+		{"mongodb://localhost/a%20b", `mongo: invalid URL: database name "a b": at most 63 bytes, none of /\. "$*<>:|?`},
+		{"mongodb://localhost/%zz", `mongo: invalid URL: database "%zz": invalid URL escape "%zz"`},
+		{"mongodb://localhost/app?w=0", "mongo: invalid URL: an unacknowledged write concern (w=0) cannot report results"},
+		{"mongodb://localhost/app?connectTimeoutMS=x", `mongo: invalid URL: error parsing uri: invalid value for "connectTimeoutMS": "x"`},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			s, err := Open(t.Context(), tc.url, Config{SweepInterval: -1})
+			require.Nil(t, s)
+			require.EqualError(t, err, tc.err)
+		})
+	}
+}
