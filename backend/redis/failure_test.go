@@ -2,8 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"strings"
@@ -178,14 +176,12 @@ func TestScriptFlush(t *testing.T) {
 			rc := goredis.NewClient(opt)
 			t.Cleanup(func() { _ = rc.Close() })
 			ctx := context.Background()
-			sum := sha1.Sum([]byte(prepareLua))
-			sha := hex.EncodeToString(sum[:])
 			for i := range 3 {
 				require.NoError(t, rc.ScriptFlush(ctx).Err())
 				ok, err := s.Prepare(ctx, "ns", fmt.Appendf(nil, "k%d", i), []byte("v"), backend.Expiry{})
 				require.NoError(t, err)
 				require.True(t, ok)
-				loaded, err := rc.ScriptExists(ctx, sha).Result()
+				loaded, err := rc.ScriptExists(ctx, sha(prepareLua)).Result()
 				require.NoError(t, err)
 				require.Equal(t, []bool{true}, loaded)
 			}

@@ -1,17 +1,16 @@
 package redis
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -120,30 +119,18 @@ func (p *proc) kill() {
 
 func (p *proc) addr() string { return fmt.Sprintf("127.0.0.1:%d", p.port) }
 
-// do sends one inline command and returns the first line of the reply.
-func (p *proc) do(args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", p.addr(), time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := fmt.Fprintf(c, "%s\r\n", strings.Join(args, " ")); err != nil {
-		return "", err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
+// client returns a go-redis client on the server, for checks and admin.
+func (p *proc) client(t testing.TB) *goredis.Client {
+	c := goredis.NewClient(&goredis.Options{Addr: p.addr(), DialTimeout: time.Second,
+		ReadTimeout: 2 * time.Second, MaxRetries: -1, Protocol: 2})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 func (p *proc) ping() error {
-	r, err := p.do("PING")
-	if err != nil {
-		return err
-	}
-	if r != "+PONG" {
-		return fmt.Errorf("PING: %s", r)
-	}
-	return nil
+	c := goredis.NewClient(&goredis.Options{Addr: p.addr(), DialTimeout: time.Second, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	return c.Ping(context.Background()).Err()
 }
 
 // freePort asks the kernel for a free port. Another process may take it
