@@ -80,9 +80,9 @@ func freshDatabase(t testing.TB) string {
 // database when the test ends.
 func openTest(t testing.TB, raw string, cfg Config) *Store {
 	t.Helper()
-	p := splitURL(t, raw)
-	p.db = freshDatabase(t)
-	s, err := Open(t.Context(), p.String(), cfg)
+	u, err := WithDatabase(raw, freshDatabase(t))
+	require.NoError(t, err)
+	s, err := Open(t.Context(), u, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -167,9 +167,9 @@ func TestSweeperRuns(t *testing.T) {
 
 	// A second store on the same database, with its sweeper on, as a
 	// second sidecar would be.
-	p := splitURL(t, raw)
-	p.db = s.db.Name()
-	s2, err := Open(t.Context(), p.String(), Config{Options: backend.Options{Now: clock.Now}, SweepInterval: time.Hour})
+	u, err := WithDatabase(raw, s.db.Name())
+	require.NoError(t, err)
+	s2, err := Open(t.Context(), u, Config{Options: backend.Options{Now: clock.Now}, SweepInterval: time.Hour})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s2.Close()) }()
 	require.Eventually(t, func() bool { return countRecords(t, s, "ns") == 0 }, 10*time.Second, 20*time.Millisecond)

@@ -45,3 +45,27 @@ func databaseFromURL(raw string) (string, error) {
 	}
 	return db, nil
 }
+
+// WithDatabase returns raw with its database (the path) set to db, keeping
+// hosts, credentials and options: tests and benchmarks use it to give each
+// run a database of its own on a shared server.
+func WithDatabase(raw, db string) (string, error) {
+	if _, err := databaseFromURL(raw); err != nil {
+		return "", err
+	}
+	scheme, rest, _ := strings.Cut(raw, "://")
+	var userinfo string
+	if before, after, found := strings.Cut(rest, "@"); found {
+		userinfo, rest = before+"@", after
+	}
+	rest, query, hasQuery := strings.Cut(rest, "?")
+	hosts, _, _ := strings.Cut(rest, "/")
+	u := scheme + "://" + userinfo + hosts + "/" + url.PathEscape(db)
+	if hasQuery {
+		u += "?" + query
+	}
+	if _, err := databaseFromURL(u); err != nil {
+		return "", err
+	}
+	return u, nil
+}

@@ -47,3 +47,27 @@ func TestOpenRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestWithDatabase(t *testing.T) {
+	for _, tc := range []struct {
+		url, db, want string
+	}{
+		{"mongodb://127.0.0.1:27017/", "t1", "mongodb://127.0.0.1:27017/t1"},
+		{"mongodb://127.0.0.1:27017", "t1", "mongodb://127.0.0.1:27017/t1"},
+		{"mongodb://h/app?w=majority", "t1", "mongodb://h/t1?w=majority"},
+		{"mongodb://h?w=majority", "t1", "mongodb://h/t1?w=majority"},
+		{"mongodb://u:p%2Fw@a:1,b:2/app?replicaSet=rs0", "t1", "mongodb://u:p%2Fw@a:1,b:2/t1?replicaSet=rs0"},
+		{"mongodb+srv://c.example.net/", "t1", "mongodb+srv://c.example.net/t1"},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			got, err := WithDatabase(tc.url, tc.db)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			db, err := databaseFromURL(got)
+			require.NoError(t, err)
+			require.Equal(t, tc.db, db)
+		})
+	}
+	_, err := WithDatabase("mongodb://h/", "a.b")
+	require.EqualError(t, err, `mongo: invalid URL: database name "a.b": at most 63 bytes, none of /\. "$*<>:|?`)
+}
