@@ -20,19 +20,14 @@ func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, o
 	if s.composed && slot(nk) != slot(ok) {
 		return s.moveAcross(ctx, nk, newValue, ok, oldValue, exp)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := s.deadlines.bound(ctx)
 	defer cancel()
-	mode, ms := expiryArgs(exp)
-	res, err := s.run(ctx, "move", s.scripts.move,
-		[]string{nk, ok}, []string{string(newValue), string(oldValue), mode, ms, s.retention})
+	res, err := s.run(ctx, s.moveCall(nk, newValue, ok, oldValue, exp))
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.code(ctx, "move", res, 2)
-	if err != nil {
-		return 0, err
-	}
-	return [...]backend.MoveResult{backend.NewKeyTaken, backend.Moved, backend.OldKeyMismatch}[n], nil
+	mr, err := decodeMove(res)
+	return mr, s.fail(ctx, "move", err)
 }
 
 // moveAcross is a key change between two Cluster slots, which no script
@@ -57,7 +52,7 @@ func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, o
 // key while it holds newValue, so it never deletes another client's
 // reservation (unless that one holds the very same value).
 func (s *Store) moveAcross(ctx context.Context, newKey string, newValue []byte, oldKey string, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
-	fwd, cancel := context.WithTimeout(ctx, s.timeout)
+	fwd, cancel := s.deadlines.bound(ctx)
 	defer cancel()
 	var prev *replaced
 	reserved, err := false, s.inject("reserve")
@@ -75,7 +70,7 @@ func (s *Store) moveAcross(ctx context.Context, newKey string, newValue []byte, 
 	var released bool
 	if err == nil {
 		if err = s.inject("release"); err == nil {
-			released, err = s.rollback(fwd, oldKey, backend.IfEq(oldValue))
+			released, err = s.flag(fwd, s.rollbackCall(oldKey, backend.IfEq(oldValue)))
 		}
 		if err == nil {
 			err = s.inject("released")
@@ -85,7 +80,7 @@ func (s *Store) moveAcross(ctx context.Context, newKey string, newValue []byte, 
 		}
 	}
 
-	rec, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	rec, cancel2 := s.deadlines.bound(context.WithoutCancel(ctx))
 	defer cancel2()
 	if err != nil && reserved {
 		// The release may have run: look before undoing the reservation.
@@ -125,8 +120,7 @@ type replaced struct {
 // reserve runs reserve.lua; prev is nil when the key had no record.
 func (s *Store) reserve(ctx context.Context, rkey string, value []byte, exp backend.Expiry) (prev *replaced, ok bool, err error) {
 	mode, ms := expiryArgs(exp)
-	res, err := s.run(ctx, "move", s.scripts.reserve,
-		[]string{rkey}, []string{string(value), mode, ms, s.retention})
+	res, err := s.run(ctx, call{"move", s.scripts.reserve, []string{rkey}, []string{string(value), mode, ms, s.retention}})
 	if err != nil {
 		return nil, false, err
 	}
@@ -166,11 +160,7 @@ func (s *Store) unreserve(ctx context.Context, rkey string, value []byte, prev *
 	if prev != nil {
 		args[1], args[2], args[3] = "1", prev.value, prev.ttlAt
 	}
-	res, err := s.run(ctx, "move", s.scripts.unreserve, []string{rkey}, args)
-	if err != nil {
-		return err
-	}
-	_, err = s.code(ctx, "move", res, 1)
+	_, err := s.flag(ctx, call{"move", s.scripts.unreserve, []string{rkey}, args})
 	return err
 }
 

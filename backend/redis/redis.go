@@ -48,6 +48,7 @@ type Store struct {
 	opt       rueidis.ClientOption
 	keys      keyspace
 	timeout   time.Duration
+	deadlines deadlines
 	retention string // in ms, an argument of every script
 	scripts   scripts
 	// composed: key changes across two slots compose two scripts (Cluster).
@@ -89,6 +90,7 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		opt:       clientOption(t, cfg.Timeout),
 		keys:      keyspace{prefix: cfg.KeyPrefix},
 		timeout:   cfg.Timeout,
+		deadlines: deadlines{timeout: cfg.Timeout},
 		retention: strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
 		scripts:   loadScripts(),
 		composed:  t.topology == Cluster,
@@ -229,7 +231,7 @@ func (s *Store) Topology() Topology { return s.target.topology }
 // (through the client's current master), CLUSTER INFO with cluster_state:ok
 // on a Cluster.
 func (s *Store) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := s.deadlines.bound(ctx)
 	defer cancel()
 	c, err := s.conn(ctx)
 	if err != nil {

@@ -2,7 +2,9 @@ package redis
 
 import (
 	"context"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 	"sync"
 
 	"github.com/redis/rueidis"
@@ -25,26 +27,42 @@ var (
 	unreserveLua string
 )
 
-// scripts are the Lua scripts of the PK commands. Exec runs EVALSHA and,
-// when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH), EVAL,
-// which runs the script and caches it again. NOSCRIPT means the script did
-// not run, so the second attempt cannot apply a command twice.
+// script is one Lua script. Its Exec runs EVALSHA and, when the server
+// answers NOSCRIPT (after a restart or SCRIPT FLUSH), EVAL, which runs the
+// script and caches it again. NOSCRIPT means the script did not run, so
+// the second attempt cannot apply a command twice.
+type script struct {
+	src string
+	sha string
+	*rueidis.Lua
+}
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:]), Lua: rueidis.NewLuaScript(src)}
+}
+
+// scripts are the Lua scripts of the PK commands.
 type scripts struct {
-	prepare, get, rollback, reprepare, move *rueidis.Lua
+	prepare, get, rollback, reprepare, move *script
 	// reserve and unreserve are the steps of a key change across slots.
-	reserve, unreserve *rueidis.Lua
+	reserve, unreserve *script
 }
 
 func loadScripts() scripts {
 	return scripts{
-		prepare:   rueidis.NewLuaScript(prepareLua),
-		get:       rueidis.NewLuaScript(getLua),
-		rollback:  rueidis.NewLuaScript(rollbackLua),
-		reprepare: rueidis.NewLuaScript(reprepareLua),
-		move:      rueidis.NewLuaScript(moveLua),
-		reserve:   rueidis.NewLuaScript(reserveLua),
-		unreserve: rueidis.NewLuaScript(unreserveLua),
+		prepare:   newScript(prepareLua),
+		get:       newScript(getLua),
+		rollback:  newScript(rollbackLua),
+		reprepare: newScript(reprepareLua),
+		move:      newScript(moveLua),
+		reserve:   newScript(reserveLua),
+		unreserve: newScript(unreserveLua),
 	}
+}
+
+func (sc scripts) all() []*script {
+	return []*script{sc.prepare, sc.get, sc.rollback, sc.reprepare, sc.move, sc.reserve, sc.unreserve}
 }
 
 // load runs SCRIPT LOAD of every script on every node, best effort: a node
@@ -53,10 +71,9 @@ func (sc scripts) load(ctx context.Context, c rueidis.Client) {
 	var wg sync.WaitGroup
 	for _, n := range c.Nodes() {
 		wg.Go(func() {
-			all := []string{prepareLua, getLua, rollbackLua, reprepareLua, moveLua, reserveLua, unreserveLua}
-			cmds := make(rueidis.Commands, 0, len(all))
-			for _, src := range all {
-				cmds = append(cmds, n.B().ScriptLoad().Script(src).Build())
+			var cmds rueidis.Commands
+			for _, s := range sc.all() {
+				cmds = append(cmds, n.B().ScriptLoad().Script(s.src).Build())
 			}
 			n.DoMulti(ctx, cmds...)
 		})

@@ -36,115 +36,141 @@ func condArgs(c backend.Cond) (set, value string) {
 	return "1", string(c.Value)
 }
 
-// run runs one script within ctx, which carries the deadline.
-func (s *Store) run(ctx context.Context, op string, sc *rueidis.Lua, keys, args []string) (rueidis.RedisResult, error) {
+// call is one script run. Building it copies keys and values out of the
+// caller's buffers.
+type call struct {
+	op   string // names the command in errors
+	sc   *script
+	keys []string
+	args []string
+}
+
+func (s *Store) prepareCall(rkey string, value []byte, exp backend.Expiry) call {
+	mode, ms := expiryArgs(exp)
+	return call{"prepare", s.scripts.prepare, []string{rkey}, []string{string(value), mode, ms, s.retention}}
+}
+
+func (s *Store) getCall(rkey string) call {
+	return call{"get", s.scripts.get, []string{rkey}, []string{s.retention}}
+}
+
+func (s *Store) rollbackCall(rkey string, ifeq backend.Cond) call {
+	set, v := condArgs(ifeq)
+	return call{"rollback", s.scripts.rollback, []string{rkey}, []string{set, v, s.retention}}
+}
+
+func (s *Store) reprepareCall(rkey string, value []byte, ifeq backend.Cond, exp backend.Expiry) call {
+	set, v := condArgs(ifeq)
+	mode, ms := expiryArgs(exp)
+	return call{"reprepare", s.scripts.reprepare, []string{rkey},
+		[]string{string(value), set, v, mode, ms, s.retention}}
+}
+
+func (s *Store) moveCall(newKey string, newValue []byte, oldKey string, oldValue []byte, exp backend.Expiry) call {
+	mode, ms := expiryArgs(exp)
+	return call{"move", s.scripts.move, []string{newKey, oldKey},
+		[]string{string(newValue), string(oldValue), mode, ms, s.retention}}
+}
+
+// run runs one call within ctx, which carries the deadline.
+func (s *Store) run(ctx context.Context, cl call) (rueidis.RedisResult, error) {
 	c, err := s.conn(ctx)
 	if err != nil {
-		return rueidis.RedisResult{}, s.fail(ctx, op, err)
+		return rueidis.RedisResult{}, s.fail(ctx, cl.op, err)
 	}
-	res := sc.Exec(ctx, c, keys, args)
+	res := cl.sc.Exec(ctx, c, cl.keys, cl.args)
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
-		return res, s.fail(ctx, op, err)
+		return res, s.fail(ctx, cl.op, err)
 	}
 	return res, nil
 }
 
-// code reads a script's integer answer and checks it is one of valid; any
+// code reads a script's integer answer and checks it is at most valid; any
 // other reply is an error, never a false.
-func (s *Store) code(ctx context.Context, op string, res rueidis.RedisResult, valid int64) (int64, error) {
+func code(res rueidis.RedisResult, valid int64) (int64, error) {
 	n, err := res.AsInt64()
 	if err != nil || n < 0 || n > valid {
-		return 0, s.fail(ctx, op, fmt.Errorf("unexpected reply %v", res))
+		return 0, fmt.Errorf("unexpected reply %v", res)
 	}
 	return n, nil
 }
 
-// Prepare implements commands.Store.
-func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return s.prepare(ctx, s.keys.recordKey(ns, key), value, exp)
-}
-
-func (s *Store) prepare(ctx context.Context, rkey string, value []byte, exp backend.Expiry) (bool, error) {
-	mode, ms := expiryArgs(exp)
-	res, err := s.run(ctx, "prepare", s.scripts.prepare,
-		[]string{rkey}, []string{string(value), mode, ms, s.retention})
-	if err != nil {
-		return false, err
-	}
-	n, err := s.code(ctx, "prepare", res, 1)
+func decodeFlag(res rueidis.RedisResult) (bool, error) {
+	n, err := code(res, 1)
 	return n == 1, err
 }
 
-// Get implements commands.Store.
-func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return s.get(ctx, s.keys.recordKey(ns, key))
-}
-
-func (s *Store) get(ctx context.Context, rkey string) (backend.Record, bool, error) {
-	res, err := s.run(ctx, "get", s.scripts.get, []string{rkey}, []string{s.retention})
-	if err != nil {
-		return backend.Record{}, false, err
-	}
+// decodeGet reads get.lua's nil or {value, ttlAt, live}.
+func decodeGet(res rueidis.RedisResult) (backend.Record, bool, error) {
 	if rueidis.IsRedisNil(res.Error()) {
 		return backend.Record{}, false, nil
 	}
-	rec, err := decodeRecord(res)
-	if err != nil {
-		return backend.Record{}, false, s.fail(ctx, "get", err)
-	}
-	return rec, true, nil
-}
-
-// decodeRecord reads get.lua's {value, ttlAt, live}.
-func decodeRecord(res rueidis.RedisResult) (backend.Record, error) {
 	arr, err := res.ToArray()
 	if err != nil || len(arr) != 3 {
-		return backend.Record{}, fmt.Errorf("unexpected reply %v", res)
+		return backend.Record{}, false, fmt.Errorf("unexpected reply %v", res)
 	}
 	v, err1 := arr[0].ToString()
 	ts, err2 := arr[1].ToString()
 	live, err3 := arr[2].AsInt64()
 	ttlAt, err4 := strconv.ParseInt(ts, 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
-		return backend.Record{}, fmt.Errorf("unexpected reply %v", res)
+		return backend.Record{}, false, fmt.Errorf("unexpected reply %v", res)
 	}
-	return backend.Record{Value: []byte(v), TTLAt: ttlAt, Live: live == 1}, nil
+	return backend.Record{Value: []byte(v), TTLAt: ttlAt, Live: live == 1}, true, nil
+}
+
+// decodeMove reads move.lua's 1 moved, 0 new key taken, 2 old key mismatch.
+func decodeMove(res rueidis.RedisResult) (backend.MoveResult, error) {
+	n, err := code(res, 2)
+	if err != nil {
+		return 0, err
+	}
+	return [...]backend.MoveResult{backend.NewKeyTaken, backend.Moved, backend.OldKeyMismatch}[n], nil
+}
+
+// flag runs a call answering 1 or 0.
+func (s *Store) flag(ctx context.Context, cl call) (bool, error) {
+	res, err := s.run(ctx, cl)
+	if err != nil {
+		return false, err
+	}
+	ok, err := decodeFlag(res)
+	return ok, s.fail(ctx, cl.op, err)
+}
+
+// Prepare implements commands.Store.
+func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+	ctx, cancel := s.deadlines.bound(ctx)
+	defer cancel()
+	return s.flag(ctx, s.prepareCall(s.keys.recordKey(ns, key), value, exp))
+}
+
+// Get implements commands.Store.
+func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
+	ctx, cancel := s.deadlines.bound(ctx)
+	defer cancel()
+	return s.get(ctx, s.keys.recordKey(ns, key))
+}
+
+func (s *Store) get(ctx context.Context, rkey string) (backend.Record, bool, error) {
+	res, err := s.run(ctx, s.getCall(rkey))
+	if err != nil {
+		return backend.Record{}, false, err
+	}
+	rec, found, err := decodeGet(res)
+	return rec, found, s.fail(ctx, "get", err)
 }
 
 // Rollback implements commands.Store.
 func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := s.deadlines.bound(ctx)
 	defer cancel()
-	return s.rollback(ctx, s.keys.recordKey(ns, key), ifeq)
-}
-
-func (s *Store) rollback(ctx context.Context, rkey string, ifeq backend.Cond) (bool, error) {
-	set, v := condArgs(ifeq)
-	res, err := s.run(ctx, "rollback", s.scripts.rollback,
-		[]string{rkey}, []string{set, v, s.retention})
-	if err != nil {
-		return false, err
-	}
-	n, err := s.code(ctx, "rollback", res, 1)
-	return n == 1, err
+	return s.flag(ctx, s.rollbackCall(s.keys.recordKey(ns, key), ifeq))
 }
 
 // Reprepare implements commands.Store.
 func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := s.deadlines.bound(ctx)
 	defer cancel()
-	set, v := condArgs(ifeq)
-	mode, ms := expiryArgs(exp)
-	res, err := s.run(ctx, "reprepare", s.scripts.reprepare,
-		[]string{s.keys.recordKey(ns, key)},
-		[]string{string(value), set, v, mode, ms, s.retention})
-	if err != nil {
-		return false, err
-	}
-	n, err := s.code(ctx, "reprepare", res, 1)
-	return n == 1, err
+	return s.flag(ctx, s.reprepareCall(s.keys.recordKey(ns, key), value, ifeq, exp))
 }

@@ -1,0 +1,132 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// BenchmarkPrepare measures the hop to Redis: Prepare through the Store
+// against EVALSHA of the same script sent directly, by rueidis (the
+// Store's client) and by go-redis, from 50 goroutines as from 50
+// connections. Keys are fresh and expire after 10 s, so Redis stays small.
+//
+// Besides ns/op it reports the CPU time per operation of this process
+// (client-cpu-ns/op) and of redis-server (redis-cpu-ns/op): on a machine
+// where the sidecar, Redis and the load share the cores, CPU per request
+// decides throughput.
+//
+//	eval "$(scripts/redis-servers.sh up /tmp/rs)"
+//	go test ./backend/redis -run '^$' -bench Prepare -benchtime 100000x
+func BenchmarkPrepare(b *testing.B) {
+	url := serverURL(b, envStandalone)
+	tg, err := parseURL(url)
+	require.NoError(b, err)
+	const parallelism = 25 // × GOMAXPROCS goroutines
+	args := func(i int64) (string, []string) {
+		return "pkbench:{b:" + strconv.FormatInt(i, 10) + "}", []string{"v", "a", "10000", "0"}
+	}
+
+	b.Run("store", func(b *testing.B) {
+		s := openStore(b, url, Config{KeyPrefix: fmt.Sprintf("pkbench%d:", time.Now().UnixNano())})
+		require.NoError(b, s.Ping(context.Background()))
+		exp := backend.Expiry{Kind: backend.ExpireAfter, Millis: 10_000}
+		var seq atomic.Int64
+		measure(b, tg, parallelism, func() error {
+			ok, err := s.Prepare(context.Background(), "b", strconv.AppendInt(nil, seq.Add(1), 10), []byte("v"), exp)
+			if err == nil && !ok {
+				err = fmt.Errorf("fresh key taken")
+			}
+			return err
+		})
+	})
+
+	b.Run("rueidis-evalsha", func(b *testing.B) {
+		c, err := rueidis.NewClient(clientOption(tg, time.Second))
+		require.NoError(b, err)
+		b.Cleanup(c.Close)
+		sha1 := loadPrepare(b, c)
+		var seq atomic.Int64
+		measure(b, tg, parallelism, func() error {
+			key, argv := args(seq.Add(1))
+			return c.Do(context.Background(), c.B().Evalsha().Sha1(sha1).Numkeys(1).Key(key).Arg(argv...).Build()).Error()
+		})
+	})
+
+	b.Run("goredis-evalsha", func(b *testing.B) {
+		opt, err := goredis.ParseURL(url)
+		require.NoError(b, err)
+		opt.PoolSize = parallelism * 2 * 2
+		c := goredis.NewClient(opt)
+		b.Cleanup(func() { _ = c.Close() })
+		sha1, err := c.ScriptLoad(context.Background(), prepareLua).Result()
+		require.NoError(b, err)
+		var seq atomic.Int64
+		measure(b, tg, parallelism, func() error {
+			key, argv := args(seq.Add(1))
+			return c.EvalSha(context.Background(), sha1, []string{key}, argv).Err()
+		})
+	})
+}
+
+func loadPrepare(b *testing.B, c rueidis.Client) string {
+	sha1, err := c.Do(context.Background(), c.B().ScriptLoad().Script(prepareLua).Build()).ToString()
+	require.NoError(b, err)
+	return sha1
+}
+
+// measure runs op in parallel and reports the CPU per op of this process
+// and of the redis-server.
+func measure(b *testing.B, tg target, parallelism int, op func() error) {
+	admin := goredis.NewClient(&goredis.Options{Addr: tg.addrs[0], Username: tg.username, Password: tg.password})
+	defer admin.Close()
+	redisCPU := func() time.Duration {
+		info, err := admin.Info(context.Background(), "cpu").Result()
+		require.NoError(b, err)
+		var total float64
+		for _, line := range strings.Split(info, "\r\n") {
+			name, v, _ := strings.Cut(line, ":")
+			if name == "used_cpu_sys" || name == "used_cpu_user" {
+				f, err := strconv.ParseFloat(v, 64)
+				require.NoError(b, err)
+				total += f
+			}
+		}
+		return time.Duration(total * float64(time.Second))
+	}
+	var failed atomic.Int64
+	b.SetParallelism(parallelism)
+	r0, c0 := redisCPU(), selfCPU(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(); err != nil {
+				failed.Add(1)
+			}
+		}
+	})
+	b.StopTimer()
+	r1, c1 := redisCPU(), selfCPU(b)
+	require.Zero(b, failed.Load(), "failed operations")
+	b.ReportMetric(float64(c1-c0)/float64(b.N), "client-cpu-ns/op")
+	b.ReportMetric(float64(r1-r0)/float64(b.N), "redis-cpu-ns/op")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// selfCPU is the CPU time this process used so far.
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
