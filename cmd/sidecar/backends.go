@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/disk"
 	"github.com/prepkey/prepkey/backend/memory"
+	"github.com/prepkey/prepkey/backend/mongo"
+	"github.com/prepkey/prepkey/backend/redis"
 	"github.com/prepkey/prepkey/commands"
 )
 
@@ -20,7 +23,7 @@ type store interface {
 
 // openBackend is the one place that reads a --backend URL's scheme and opens
 // that backend. It returns the backend's kind for INFO.
-func openBackend(ctx context.Context, c config) (store, string, error) {
+func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string, error) {
 	opts := backend.Options{Retention: c.retention}
 	scheme, rest, ok := strings.Cut(c.backendURL, ":")
 	if !ok {
@@ -42,6 +45,20 @@ func openBackend(ctx context.Context, c config) (store, string, error) {
 			return nil, "", fmt.Errorf("--backend %s: %w", c.backendURL, err)
 		}
 		return s, "file", nil
+	case "redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster":
+		// Open fails only on a malformed URL: a Redis that is down makes
+		// the sidecar start not-ready (INFO) and recover by itself.
+		s, err := redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout})
+		if err != nil {
+			return nil, "", fmt.Errorf("--backend: %w", err)
+		}
+		return s, strings.ToLower(scheme), nil
+	case "mongodb", "mongodb+srv":
+		s, err := mongo.Open(ctx, c.backendURL, mongo.Config{Options: opts, Timeout: c.backendTimeout, Logger: log})
+		if err != nil {
+			return nil, "", fmt.Errorf("--backend: %w", err)
+		}
+		return s, strings.ToLower(scheme), nil
 	default:
 		return nil, "", fmt.Errorf("--backend %q: unknown scheme %q (want memory, file, redis, rediss, redis+sentinel, redis+cluster, mongodb, mongodb+srv)", c.backendURL, scheme)
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/prepkey/prepkey/backend/mongo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -184,8 +186,8 @@ func backends(t testing.TB) []backendCase {
 		{"file", func(t testing.TB) []string { return []string{"--backend", "file:" + t.TempDir()} }},
 	}
 	for _, v := range []struct{ name, env, flag string }{
-		{"redis", "PK_TEST_REDIS_URL", "--redis-key-prefix"},
-		{"redis-cluster", "PK_TEST_REDIS_CLUSTER_URL", "--redis-key-prefix"},
+		{"redis", "PREPKEY_REDIS_URL", "--redis-key-prefix"},
+		{"redis-cluster", "PREPKEY_REDIS_CLUSTER_URL", "--redis-key-prefix"},
 		{"mongo", "PK_TEST_MONGO_URI", ""},
 	} {
 		url := os.Getenv(v.env)
@@ -200,6 +202,12 @@ func backends(t testing.TB) []backendCase {
 		}
 		list = append(list, backendCase{v.name, func(t testing.TB) []string {
 			args := []string{"--backend", url}
+			if v.name == "mongo" {
+				// a database of its own, so runs never share records
+				db, err := mongo.WithDatabase(url, fmt.Sprintf("e2e_%d", time.Now().UnixNano()))
+				require.NoError(t, err)
+				args[1] = db
+			}
 			if v.flag != "" {
 				args = append(args, v.flag, fmt.Sprintf("pk-e2e-%d:", time.Now().UnixNano()))
 			}

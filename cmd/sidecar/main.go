@@ -43,7 +43,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	st, kind, err := openBackend(ctx, cfg)
+	st, kind, err := openBackend(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "sidecar: %v\n", err)
 		return 2

@@ -1,0 +1,34 @@
+# prepkey: the usual entry points. `make test` is what CI runs.
+.PHONY: build run test test-race bench fuzz vet fmt clean
+
+build:
+	go build -o bin/sidecar ./cmd/sidecar
+
+# Runs the sidecar on the embedded default store (./prepkey-data), on
+# 127.0.0.1:6380.
+run:
+	go run ./cmd/sidecar
+
+# Starts the Redis and FerretDB servers the tests need, then runs every test.
+test:
+	scripts/test.sh
+
+# The race detector over the packages whose concurrency is their own.
+test-race:
+	go test -race -count=1 ./commands/ ./protocol/ ./backend/memory/ ./backend/disk/ ./backend/storetest/
+
+bench:
+	scripts/bench.sh
+
+# A minute of coverage-guided fuzzing of the command parser.
+fuzz:
+	go test -run '^$$' -fuzz FuzzDo -fuzztime 60s ./commands/
+
+vet:
+	go vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin
