@@ -23,7 +23,7 @@ import (
 // connections. Keys are fresh and expire after 10 s, so Redis stays small.
 //
 // Besides ns/op it reports the CPU time per operation of this process
-// (client-cpu-ns/op) and of redis-server (redis-cpu-ns/op): on a machine
+// (client-cpu-ns/cmd) and of redis-server (redis-cpu-ns/cmd): on a machine
 // where the sidecar, Redis and the load share the cores, CPU per request
 // decides throughput.
 //
@@ -80,6 +80,78 @@ func BenchmarkPrepare(b *testing.B) {
 	})
 }
 
+// BenchmarkPrepare16 is BenchmarkPrepare with pipelines of 16 commands,
+// as a client pipelining 16 deep sends them: one by one through the Store,
+// as one Batch, and as one pipeline of EVALSHA sent directly.
+func BenchmarkPrepare16(b *testing.B) {
+	url := serverURL(b, envStandalone)
+	tg, err := parseURL(url)
+	require.NoError(b, err)
+	const parallelism, depth = 25, 16
+	exp := backend.Expiry{Kind: backend.ExpireAfter, Millis: 10_000}
+
+	b.Run("store-one-by-one", func(b *testing.B) {
+		s := openStore(b, url, Config{KeyPrefix: fmt.Sprintf("pkbench%d:", time.Now().UnixNano())})
+		require.NoError(b, s.Ping(context.Background()))
+		var seq atomic.Int64
+		measureN(b, tg, parallelism, depth, func() error {
+			for range depth {
+				ok, err := s.Prepare(context.Background(), "b", strconv.AppendInt(nil, seq.Add(1), 10), []byte("v"), exp)
+				if err == nil && !ok {
+					err = fmt.Errorf("fresh key taken")
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+
+	b.Run("store-batch", func(b *testing.B) {
+		s := openStore(b, url, Config{KeyPrefix: fmt.Sprintf("pkbench%d:", time.Now().UnixNano())})
+		require.NoError(b, s.Ping(context.Background()))
+		var seq atomic.Int64
+		measureN(b, tg, parallelism, depth, func() error {
+			ops, res := make([]Op, depth), make([]Result, depth)
+			for i := range ops {
+				ops[i] = Op{Kind: OpPrepare, NS: "b", Key: strconv.AppendInt(nil, seq.Add(1), 10), Value: []byte("v"), Exp: exp}
+			}
+			s.Batch(context.Background(), ops, res)
+			for _, r := range res {
+				if r.Err != nil {
+					return r.Err
+				}
+				if !r.OK {
+					return fmt.Errorf("fresh key taken")
+				}
+			}
+			return nil
+		})
+	})
+
+	b.Run("rueidis-evalsha", func(b *testing.B) {
+		c, err := rueidis.NewClient(clientOption(tg, time.Second))
+		require.NoError(b, err)
+		b.Cleanup(c.Close)
+		sha1 := loadPrepare(b, c)
+		var seq atomic.Int64
+		measureN(b, tg, parallelism, depth, func() error {
+			cmds := make(rueidis.Commands, depth)
+			for i := range cmds {
+				key := "pkbench:{b:" + strconv.FormatInt(seq.Add(1), 10) + "}"
+				cmds[i] = c.B().Evalsha().Sha1(sha1).Numkeys(1).Key(key).Arg("v", "a", "10000", "0").Build()
+			}
+			for _, r := range c.DoMulti(context.Background(), cmds...) {
+				if err := r.Error(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
 func loadPrepare(b *testing.B, c rueidis.Client) string {
 	sha1, err := c.Do(context.Background(), c.B().ScriptLoad().Script(prepareLua).Build()).ToString()
 	require.NoError(b, err)
@@ -89,6 +161,11 @@ func loadPrepare(b *testing.B, c rueidis.Client) string {
 // measure runs op in parallel and reports the CPU per op of this process
 // and of the redis-server.
 func measure(b *testing.B, tg target, parallelism int, op func() error) {
+	measureN(b, tg, parallelism, 1, op)
+}
+
+// measureN is measure for ops of n commands each; metrics are per command.
+func measureN(b *testing.B, tg target, parallelism, n int, op func() error) {
 	admin := goredis.NewClient(&goredis.Options{Addr: tg.addrs[0], Username: tg.username, Password: tg.password})
 	defer admin.Close()
 	redisCPU := func() time.Duration {
@@ -119,9 +196,10 @@ func measure(b *testing.B, tg target, parallelism int, op func() error) {
 	b.StopTimer()
 	r1, c1 := redisCPU(), selfCPU(b)
 	require.Zero(b, failed.Load(), "failed operations")
-	b.ReportMetric(float64(c1-c0)/float64(b.N), "client-cpu-ns/op")
-	b.ReportMetric(float64(r1-r0)/float64(b.N), "redis-cpu-ns/op")
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	cmds := float64(b.N * n)
+	b.ReportMetric(float64(c1-c0)/cmds, "client-cpu-ns/cmd")
+	b.ReportMetric(float64(r1-r0)/cmds, "redis-cpu-ns/cmd")
+	b.ReportMetric(cmds/b.Elapsed().Seconds(), "cmds/s")
 }
 
 // selfCPU is the CPU time this process used so far.

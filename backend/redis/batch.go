@@ -1,0 +1,140 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/rueidis"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// OpKind names the Store method an Op stands for.
+type OpKind uint8
+
+const (
+	OpPrepare OpKind = iota + 1
+	OpGet
+	OpRollback
+	OpReprepare
+	OpMove
+)
+
+// Op is one Store call in a batch. Fields its method does not take are
+// ignored: Prepare takes NS, Key, Value, Exp; Get NS, Key; Rollback NS,
+// Key, Cond; Reprepare NS, Key, Value, Cond, Exp; Move NS, Key (new),
+// Value (new), OldKey, OldValue, Exp.
+type Op struct {
+	Kind             OpKind
+	NS               string
+	Key, Value       []byte
+	Cond             backend.Cond
+	Exp              backend.Expiry
+	OldKey, OldValue []byte
+}
+
+// Result is the outcome of one Op: OK for Prepare, Rollback and Reprepare;
+// Record and Found for Get; Move for Move; Err when the store failed (the
+// op may or may not have taken effect), as the single calls return them.
+type Result struct {
+	OK     bool
+	Record backend.Record
+	Found  bool
+	Move   backend.MoveResult
+	Err    error
+}
+
+// Batch runs ops, as read from one client connection's pipeline, and sets
+// res[i] to the outcome of ops[i] (len(res) must be at least len(ops)).
+// It sends them to Redis as one pipeline: one round trip instead of one per
+// op, in order, so ops on one key take effect in the order given. A key
+// change across Cluster slots cannot be pipelined: it runs alone, after the
+// ops before it have answered and before the ops after it are sent.
+//
+// After a script cache flush each op that gets NOSCRIPT is sent again with
+// EVAL, in order; an op after it in the same pipeline whose script was
+// still cached has then run first. Only a partly flushed cache (SCRIPT
+// FLUSH between two SCRIPT LOADs) can make that visible.
+func (s *Store) Batch(ctx context.Context, ops []Op, res []Result) {
+	ctx, cancel := s.deadlines.bound(ctx)
+	defer cancel()
+	calls := make([]call, 0, len(ops))
+	at := make([]int, 0, len(ops)) // at[k] is the index in ops of calls[k]
+	flush := func() {
+		s.runBatch(ctx, calls, ops, at, res)
+		calls, at = calls[:0], at[:0]
+	}
+	for i := range ops {
+		op := &ops[i]
+		res[i] = Result{}
+		switch op.Kind {
+		case OpPrepare:
+			calls = append(calls, s.prepareCall(s.keys.recordKey(op.NS, op.Key), op.Value, op.Exp))
+		case OpGet:
+			calls = append(calls, s.getCall(s.keys.recordKey(op.NS, op.Key)))
+		case OpRollback:
+			calls = append(calls, s.rollbackCall(s.keys.recordKey(op.NS, op.Key), op.Cond))
+		case OpReprepare:
+			calls = append(calls, s.reprepareCall(s.keys.recordKey(op.NS, op.Key), op.Value, op.Cond, op.Exp))
+		case OpMove:
+			nk, ok := s.keys.recordKey(op.NS, op.Key), s.keys.recordKey(op.NS, op.OldKey)
+			if s.composed && slot(nk) != slot(ok) {
+				flush()
+				res[i].Move, res[i].Err = s.moveAcross(ctx, nk, op.Value, ok, op.OldValue, op.Exp)
+				continue
+			}
+			calls = append(calls, s.moveCall(nk, op.Value, ok, op.OldValue, op.Exp))
+		default:
+			res[i].Err = fmt.Errorf("redis: batch: unknown op kind %d", op.Kind)
+			continue
+		}
+		at = append(at, i)
+	}
+	flush()
+}
+
+// runBatch sends calls as one pipeline and decodes the replies into res.
+func (s *Store) runBatch(ctx context.Context, calls []call, ops []Op, at []int, res []Result) {
+	if len(calls) == 0 {
+		return
+	}
+	c, err := s.conn(ctx)
+	if err != nil {
+		for k, cl := range calls {
+			res[at[k]].Err = s.fail(ctx, cl.op, err)
+		}
+		return
+	}
+	cmds := make(rueidis.Commands, len(calls))
+	for k, cl := range calls {
+		cmds[k] = c.B().Evalsha().Sha1(cl.sc.sha).Numkeys(int64(len(cl.keys))).Key(cl.keys...).Arg(cl.args...).Build()
+	}
+	for k, r := range c.DoMulti(ctx, cmds...) {
+		cl := calls[k]
+		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
+			r = cl.sc.Exec(ctx, c, cl.keys, cl.args)
+		}
+		res[at[k]] = s.decode(ctx, ops[at[k]].Kind, cl.op, r)
+	}
+}
+
+// decode reads the reply of one op of a batch.
+func (s *Store) decode(ctx context.Context, kind OpKind, op string, r rueidis.RedisResult) Result {
+	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return Result{Err: s.fail(ctx, op, err)}
+	}
+	var res Result
+	var err error
+	switch kind {
+	case OpGet:
+		res.Record, res.Found, err = decodeGet(r)
+	case OpMove:
+		res.Move, err = decodeMove(r)
+	default:
+		res.OK, err = decodeFlag(r)
+	}
+	if err != nil {
+		return Result{Err: s.fail(ctx, op, err)}
+	}
+	return res
+}
