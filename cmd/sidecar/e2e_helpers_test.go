@@ -120,6 +120,8 @@ type raw struct {
 	t  testing.TB
 	nc net.Conn
 	rd *bufio.Reader
+	// wait bounds each expect; slow backends (FerretDB) need more.
+	wait time.Duration
 }
 
 func (s *sidecar) raw(t testing.TB) *raw {
@@ -127,7 +129,7 @@ func (s *sidecar) raw(t testing.TB) *raw {
 	nc, err := net.Dial("tcp", s.addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { nc.Close() })
-	return &raw{t: t, nc: nc, rd: bufio.NewReader(nc)}
+	return &raw{t: t, nc: nc, rd: bufio.NewReader(nc), wait: 5 * time.Second}
 }
 
 // resp encodes args as one RESP request.
@@ -149,7 +151,7 @@ func (r *raw) send(s string) {
 // expect reads exactly len(want) bytes and compares them.
 func (r *raw) expect(want string) {
 	r.t.Helper()
-	_ = r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = r.nc.SetReadDeadline(time.Now().Add(r.wait))
 	got := make([]byte, len(want))
 	_, err := io.ReadFull(r.rd, got)
 	require.NoError(r.t, err, "reading %q", want)

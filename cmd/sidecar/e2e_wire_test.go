@@ -176,6 +176,7 @@ func TestPipeline(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *sidecar) {
 		ns := uniqueNS(t)
 		r := s.raw(t)
+		r.wait = time.Minute // FerretDB takes ~20 ms a write
 		var req, want strings.Builder
 		for i := range 1000 {
 			switch i % 4 {
@@ -198,7 +199,7 @@ func TestPipeline(t *testing.T) {
 		r.expect(want.String())
 
 		// and through go-redis's pipeline
-		c := s.client(t, 3)
+		c := s.client(t, 3, func(o *redis.Options) { o.ReadTimeout = time.Minute })
 		pipe := c.Pipeline()
 		cmds := make([]*redis.Cmd, 1000)
 		for i := range cmds {

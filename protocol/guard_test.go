@@ -1,0 +1,68 @@
+package protocol
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func req(args ...string) string {
+	var b strings.Builder
+	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
+	}
+	return b.String()
+}
+
+// scanAll feeds stream to a guard in pieces cut at random, as TCP may
+// deliver it, and returns the first refusal.
+func scanAll(stream string, lim limits, seed uint64) string {
+	g := &guardConn{lim: func() limits { return lim }}
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for len(stream) > 0 {
+		n := 1 + rng.IntN(min(len(stream), 7))
+		if msg := g.scan([]byte(stream[:n])); msg != "" {
+			return msg
+		}
+		stream = stream[n:]
+	}
+	return ""
+}
+
+func TestGuard(t *testing.T) {
+	pre := limits{maxArgs: preAuthMaxArgs, maxBulk: preAuthMaxBulk, preAuth: true}
+	post := limits{maxArgs: 1024, maxBulk: 2 << 20}
+	sixteen := make([]string, 16)
+	for i := range sixteen {
+		sixteen[i] = "a"
+	}
+	tests := []struct {
+		name   string
+		stream string
+		lim    limits
+		want   string
+	}{
+		{"pipeline within limits", req("AUTH", "pw") + req(sixteen...) + req("PING", strings.Repeat("x", 65536)) + "PING\r\n" + req("ECHO", "\r\n$5\r\n*99\r\n"), pre, ""},
+		{"17 args before auth", req(append(sixteen, "b")...), pre, "unauthenticated multibulk length"},
+		{"bulk of 64 KiB + 1 before auth", req("AUTH", strings.Repeat("x", 65537)), pre, "unauthenticated bulk length"},
+		{"refused on the header alone", "*1\r\n$65537\r\n", pre, "unauthenticated bulk length"},
+		{"17 args after auth", req(append(sixteen, "b")...), post, ""},
+		{"1 MiB bulk after auth", req("PK.PREPARE", "ns", "k", strings.Repeat("v", 1<<20)), post, ""},
+		{"huge header after auth", "*2\r\n$3\r\nGET\r\n$99999999999\r\n", post, "invalid bulk length"},
+		{"too many args after auth", "*1025\r\n", post, "invalid multibulk length"},
+		{"endless header", "*" + strings.Repeat("1", 30), post, "too big length header"},
+		{"endless inline line", strings.Repeat("P", 65537), pre, "too big inline request"},
+		{"second request checked too", req("PING") + "*17\r\n", pre, "unauthenticated multibulk length"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for seed := range uint64(20) {
+				require.Equal(t, tt.want, scanAll(tt.stream, tt.lim, seed), "seed %d", seed)
+			}
+		})
+	}
+}
