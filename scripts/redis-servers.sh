@@ -183,7 +183,11 @@ down() {
 }
 
 case $cmd in
-  up) up ;;
+  up)
+    # A failure half way stops what was started, so nothing is left running.
+    trap 'log "up failed; stopping what was started"; down' ERR
+    up
+    ;;
   down) down ;;
   *) usage ;;
 esac

@@ -115,6 +115,25 @@ func TestDownAtOpen(t *testing.T) {
 	}
 }
 
+// TestDownAtOpenTopologies checks that Sentinel and Cluster URLs open too
+// while nothing answers, and fail each command with an error.
+func TestDownAtOpenTopologies(t *testing.T) {
+	port := freePort(t)
+	for url, want := range map[string]string{
+		fmt.Sprintf("redis+cluster://127.0.0.1:%d", port):    fmt.Sprintf("connect to cluster 127.0.0.1:%d: ", port),
+		fmt.Sprintf("redis+sentinel://127.0.0.1:%d/m", port): fmt.Sprintf(`connect to sentinel master "m" via 127.0.0.1:%d: `, port),
+	} {
+		t.Run(url, func(t *testing.T) {
+			s := openStore(t, url, Config{Timeout: time.Second})
+			for _, o := range allOps() {
+				err := o.call(context.Background(), s)
+				requireOneLine(t, err, o.name)
+				require.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}
+
 // TestNoAnswer checks that a Redis that accepts connections but never
 // answers costs each call the timeout, not more.
 func TestNoAnswer(t *testing.T) {
