@@ -111,11 +111,8 @@ func parseURL(raw string) (target, error) {
 	if err := t.setQuery(rawQuery); err != nil {
 		return t, fmt.Errorf("redis: invalid URL %q: %w", redact(raw), err)
 	}
-	if t.tls != nil {
-		if host, _, err := net.SplitHostPort(t.addrs[0]); err == nil {
-			t.tls.ServerName = host
-		}
-	}
+	// The TLS server name stays empty: the dialer takes it from each
+	// address, which matters when Sentinel or Cluster hand out others.
 	return t, nil
 }
 
