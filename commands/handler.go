@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/prepkey/prepkey/backend"
 )
 
 // Spec describes a command for the table and for COMMAND.
@@ -16,16 +18,19 @@ type Spec struct {
 	// negative a minimum.
 	Arity int
 	Write bool
-	run   func(h *Handler, ctx context.Context, args [][]byte) Reply
+	// parse turns arguments into one store call, or an error reply.
+	parse func(h *Handler, args [][]byte) (backend.Op, Reply, bool)
+	// reply turns the store's answer into the command's reply.
+	reply func(backend.Result) Reply
 }
 
 // specs is the one table that maps names to handlers.
 var specs = []Spec{
-	{Name: "pk.prepare", Arity: -4, Write: true, run: (*Handler).prepare},
-	{Name: "pk.get", Arity: 3, run: (*Handler).get},
-	{Name: "pk.getvalue", Arity: 3, run: (*Handler).getValue},
-	{Name: "pk.rollback", Arity: -3, Write: true, run: (*Handler).rollback},
-	{Name: "pk.reprepare", Arity: -4, Write: true, run: (*Handler).reprepare},
+	{Name: "pk.prepare", Arity: -4, Write: true, parse: (*Handler).parsePrepare, reply: replyWrite},
+	{Name: "pk.get", Arity: 3, parse: (*Handler).parseGet, reply: replyGet},
+	{Name: "pk.getvalue", Arity: 3, parse: (*Handler).parseGet, reply: replyGetValue},
+	{Name: "pk.rollback", Arity: -3, Write: true, parse: (*Handler).parseRollback, reply: replyWrite},
+	{Name: "pk.reprepare", Arity: -4, Write: true, parse: (*Handler).parseReprepare, reply: replyReprepare},
 }
 
 // Specs lists the PK commands.
@@ -59,10 +64,45 @@ func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {
 	if spec == nil {
 		return Reply{}, false
 	}
-	if n := len(args); (spec.Arity > 0 && n != spec.Arity) || n < -spec.Arity {
-		return wrongArgs(spec.Name), true
+	op, r, ok := h.parse(spec, args)
+	if !ok {
+		return r, true
 	}
-	return spec.run(h, ctx, args), true
+	return finish(spec, h.exec(ctx, op)), true
+}
+
+// finish turns a store result into spec's reply; a store failure is
+// -UNAVAILABLE, whatever the command.
+func finish(spec *Spec, res backend.Result) Reply {
+	if res.Err != nil {
+		return unavailable(res.Err)
+	}
+	return spec.reply(res)
+}
+
+// parse checks arity and parses args for spec.
+func (h *Handler) parse(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
+	if n := len(args); (spec.Arity > 0 && n != spec.Arity) || n < -spec.Arity {
+		return backend.Op{}, wrongArgs(spec.Name), false
+	}
+	return spec.parse(h, args)
+}
+
+// exec makes one store call.
+func (h *Handler) exec(ctx context.Context, op backend.Op) (res backend.Result) {
+	switch op.Kind {
+	case backend.OpPrepare:
+		res.OK, res.Err = h.store.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
+	case backend.OpGet:
+		res.Record, res.Found, res.Err = h.store.Get(ctx, op.NS, op.Key)
+	case backend.OpRollback:
+		res.OK, res.Err = h.store.Rollback(ctx, op.NS, op.Key, op.Cond)
+	case backend.OpReprepare:
+		res.OK, res.Err = h.store.Reprepare(ctx, op.NS, op.Key, op.Value, op.Cond, op.Exp)
+	case backend.OpMove:
+		res.Move, res.Err = h.store.Move(ctx, op.NS, op.Key, op.Value, op.OldKey, op.OldValue, op.Exp)
+	}
+	return res
 }
 
 // lookup finds a command by name without allocating: names are short, and a

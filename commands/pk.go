@@ -1,143 +1,128 @@
 package commands
 
 import (
-	"context"
-
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Each handler validates in the same order: arity (in Do), option syntax,
-// namespace, key sizes, value sizes, expire time. The store is called only
-// with arguments that passed all of them.
+// Each parser validates in the same order: arity (in the caller), option
+// syntax, namespace, key sizes, value sizes, expire time. It returns the
+// store call to make, or the error reply when the request is refused; the
+// store only ever sees requests that passed every check.
 
 // PK.PREPARE name key value [EX s|PX ms|EXAT s|PXAT ms]
-func (h *Handler) prepare(ctx context.Context, args [][]byte) Reply {
+func (h *Handler) parsePrepare(args [][]byte) (backend.Op, Reply, bool) {
 	o, ok := parseOptions(args[4:], optTTL)
 	if !ok {
-		return errReply(errSyntax)
+		return backend.Op{}, errReply(errSyntax), false
 	}
 	ns, key, value := args[1], args[2], args[3]
 	if r, ok := h.checkNames(ns, key); !ok {
-		return r
+		return backend.Op{}, r, false
 	}
 	if r, ok := h.checkValues(value); !ok {
-		return r
+		return backend.Op{}, r, false
 	}
 	exp, ok := o.expiry(h.nowMs())
 	if !ok {
-		return invalidExpire("pk.prepare")
+		return backend.Op{}, invalidExpire("pk.prepare"), false
 	}
-	done, err := h.store.Prepare(ctx, string(ns), key, value, exp)
-	if err != nil {
-		return unavailable(err)
-	}
-	return intReply(done)
+	return backend.Op{Kind: backend.OpPrepare, NS: string(ns), Key: key, Value: value, Exp: exp}, Reply{}, true
 }
 
-// PK.GET name key
-func (h *Handler) get(ctx context.Context, args [][]byte) Reply {
-	rec, found, r, ok := h.read(ctx, args)
-	if !ok {
-		return r
-	}
-	if !found || !rec.Live {
-		return Reply{Kind: Nil}
-	}
-	return Reply{Kind: Bulk, Bytes: rec.Value}
-}
-
-// PK.GETVALUE name key
-func (h *Handler) getValue(ctx context.Context, args [][]byte) Reply {
-	rec, found, r, ok := h.read(ctx, args)
-	if !ok {
-		return r
-	}
-	if !found {
-		return Reply{Kind: NilArray}
-	}
-	ttlAt := rec.TTLAt
-	if ttlAt == backend.Forever {
-		ttlAt = -1
-	}
-	return Reply{Kind: Record, Bytes: rec.Value, Int: ttlAt}
-}
-
-// read is the shared body of GET and GETVALUE. ok is false when r is an
-// error reply.
-func (h *Handler) read(ctx context.Context, args [][]byte) (rec backend.Record, found bool, r Reply, ok bool) {
+// PK.GET name key and PK.GETVALUE name key: one store read; they differ in
+// their replies only.
+func (h *Handler) parseGet(args [][]byte) (backend.Op, Reply, bool) {
 	ns, key := args[1], args[2]
 	if r, ok := h.checkNames(ns, key); !ok {
-		return rec, false, r, false
+		return backend.Op{}, r, false
 	}
-	rec, found, err := h.store.Get(ctx, string(ns), key)
-	if err != nil {
-		return rec, false, unavailable(err), false
-	}
-	return rec, found, Reply{}, true
+	return backend.Op{Kind: backend.OpGet, NS: string(ns), Key: key}, Reply{}, true
 }
 
 // PK.ROLLBACK name key [IFEQ value]
-func (h *Handler) rollback(ctx context.Context, args [][]byte) Reply {
+func (h *Handler) parseRollback(args [][]byte) (backend.Op, Reply, bool) {
 	o, ok := parseOptions(args[3:], optIfEq)
 	if !ok {
-		return errReply(errSyntax)
+		return backend.Op{}, errReply(errSyntax), false
 	}
 	ns, key := args[1], args[2]
 	if r, ok := h.checkNames(ns, key); !ok {
-		return r
+		return backend.Op{}, r, false
 	}
 	if r, ok := h.checkValues(o.ifeq.Value); !ok {
-		return r
+		return backend.Op{}, r, false
 	}
-	done, err := h.store.Rollback(ctx, string(ns), key, o.ifeq)
-	if err != nil {
-		return unavailable(err)
-	}
-	return intReply(done)
+	return backend.Op{Kind: backend.OpRollback, NS: string(ns), Key: key, Cond: o.ifeq}, Reply{}, true
 }
 
 // PK.REPREPARE name key value [IFEQ current] [KEEPTTL | TTL option]
 // PK.REPREPARE name newKey newValue FROM oldKey IFEQ oldValue [TTL option]
-func (h *Handler) reprepare(ctx context.Context, args [][]byte) Reply {
+func (h *Handler) parseReprepare(args [][]byte) (backend.Op, Reply, bool) {
 	o, ok := parseOptions(args[4:], optTTL|optKeepTTL|optIfEq|optFrom)
 	if !ok || (o.hasFrom && o.keepTTL) {
-		return errReply(errSyntax)
+		return backend.Op{}, errReply(errSyntax), false
 	}
 	ns, key, value := args[1], args[2], args[3]
 	if o.hasFrom {
 		if !o.ifeq.Set {
-			return errReply(errFromNeedsIfEq)
+			return backend.Op{}, errReply(errFromNeedsIfEq), false
 		}
 		if r, ok := h.checkNames(ns, key, o.from); !ok {
-			return r
+			return backend.Op{}, r, false
 		}
 	} else if r, ok := h.checkNames(ns, key); !ok {
-		return r
+		return backend.Op{}, r, false
 	}
 	if r, ok := h.checkValues(value, o.ifeq.Value); !ok {
-		return r
+		return backend.Op{}, r, false
 	}
 	exp, ok := o.expiry(h.nowMs())
 	if !ok {
-		return invalidExpire("pk.reprepare")
+		return backend.Op{}, invalidExpire("pk.reprepare"), false
 	}
 	if !o.hasFrom {
-		done, err := h.store.Reprepare(ctx, string(ns), key, value, o.ifeq, exp)
-		if err != nil {
-			return unavailable(err)
-		}
-		return intReply(done)
+		return backend.Op{Kind: backend.OpReprepare, NS: string(ns), Key: key, Value: value, Cond: o.ifeq, Exp: exp}, Reply{}, true
 	}
 	if string(o.from) == string(key) {
-		return errReply(errFromSameKey)
+		return backend.Op{}, errReply(errFromSameKey), false
 	}
-	res, err := h.store.Move(ctx, string(ns), key, value, o.from, o.ifeq.Value, exp)
-	switch {
-	case err != nil:
-		return unavailable(err)
-	case res == backend.Moved:
+	return backend.Op{Kind: backend.OpMove, NS: string(ns), Key: key, Value: value, OldKey: o.from, OldValue: o.ifeq.Value, Exp: exp}, Reply{}, true
+}
+
+// replyGet answers PK.GET: the live value or nil.
+func replyGet(res backend.Result) Reply {
+	if !res.Found || !res.Record.Live {
+		return Reply{Kind: Nil}
+	}
+	return Reply{Kind: Bulk, Bytes: res.Record.Value}
+}
+
+// replyGetValue answers PK.GETVALUE: [value, ttlAt] for any retained
+// record, ttlAt -1 for forever.
+func replyGetValue(res backend.Result) Reply {
+	if !res.Found {
+		return Reply{Kind: NilArray}
+	}
+	ttlAt := res.Record.TTLAt
+	if ttlAt == backend.Forever {
+		ttlAt = -1
+	}
+	return Reply{Kind: Record, Bytes: res.Record.Value, Int: ttlAt}
+}
+
+// replyWrite answers the write commands.
+func replyWrite(res backend.Result) Reply {
+	return intReply(res.OK)
+}
+
+// replyReprepare answers both forms of PK.REPREPARE.
+func replyReprepare(res backend.Result) Reply {
+	switch res.Move {
+	case 0:
+		return intReply(res.OK)
+	case backend.Moved:
 		return intReply(true)
-	case res == backend.NewKeyTaken:
+	case backend.NewKeyTaken:
 		return intReply(false)
 	default:
 		return errReply(errMismatch)

@@ -28,6 +28,10 @@ type conn struct {
 	lib    [2]string // CLIENT SETINFO lib-name, lib-ver
 	quit   bool
 
+	// reused by every batch of the connection
+	batchArgs    [][][]byte
+	batchReplies []commands.Reply
+
 	interrupted atomic.Bool
 }
 
@@ -63,11 +67,14 @@ func (c *conn) serve() {
 			c.readFailed(err)
 			return
 		}
-		for _, cmd := range cmds {
-			c.dispatch(ctx, cmd.Args)
-			if c.quit {
-				break
+		for i := 0; i < len(cmds) && !c.quit; {
+			if n := c.pkRun(cmds[i:]); n > 1 {
+				c.batch(ctx, cmds[i:i+n])
+				i += n
+				continue
 			}
+			c.dispatch(ctx, cmds[i].Args)
+			i++
 		}
 		if _, err := c.nc.Write(c.out.b); err != nil {
 			return
@@ -91,6 +98,37 @@ func (c *conn) readFailed(err error) {
 	if msg := err.Error(); strings.HasPrefix(msg, "Protocol error") {
 		c.out.b = redcon.AppendError(c.out.b[:0], "ERR "+msg)
 		_, _ = c.nc.Write(c.out.b)
+	}
+}
+
+// pkRun counts the PK commands at the start of cmds that can go to the
+// store together: only after AUTH, since a batch skips the per-command
+// checks of dispatch.
+func (c *conn) pkRun(cmds []redcon.Command) int {
+	if !c.authed {
+		return 0
+	}
+	n := 0
+	for n < len(cmds) && c.srv.handler.IsPK(cmds[n].Args[0]) {
+		n++
+	}
+	return n
+}
+
+// batch answers a run of PK commands with one Handler.Batch call.
+func (c *conn) batch(ctx context.Context, cmds []redcon.Command) {
+	c.srv.processed.Add(int64(len(cmds)))
+	c.batchArgs = c.batchArgs[:0]
+	for _, cmd := range cmds {
+		c.batchArgs = append(c.batchArgs, cmd.Args)
+	}
+	if cap(c.batchReplies) < len(cmds) {
+		c.batchReplies = make([]commands.Reply, len(cmds))
+	}
+	replies := c.batchReplies[:len(cmds)]
+	c.srv.handler.Batch(ctx, c.batchArgs, replies)
+	for _, r := range replies {
+		c.out.reply(r)
 	}
 }
 

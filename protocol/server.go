@@ -17,9 +17,15 @@ import (
 	"github.com/prepkey/prepkey/commands"
 )
 
-// Handler runs PK commands; ok is false for a name it does not know.
+// Handler runs PK commands.
 type Handler interface {
+	// Do runs one command; ok is false for a name it does not know.
 	Do(ctx context.Context, args [][]byte) (r commands.Reply, ok bool)
+	// IsPK reports whether name is a command Do knows.
+	IsPK(name []byte) bool
+	// Batch runs several PK commands read together, in order, so a store
+	// can serve them in one round trip or one fsync.
+	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
 }
 
 // Pinger reports whether the backend can serve now (INFO's backend_ready).

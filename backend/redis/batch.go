@@ -9,40 +9,20 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// OpKind names the Store method an Op stands for.
-type OpKind uint8
-
-const (
-	OpPrepare OpKind = iota + 1
-	OpGet
-	OpRollback
-	OpReprepare
-	OpMove
+// The batch types are the neutral ones of package backend.
+type (
+	OpKind = backend.OpKind
+	Op     = backend.Op
+	Result = backend.Result
 )
 
-// Op is one Store call in a batch. Fields its method does not take are
-// ignored: Prepare takes NS, Key, Value, Exp; Get NS, Key; Rollback NS,
-// Key, Cond; Reprepare NS, Key, Value, Cond, Exp; Move NS, Key (new),
-// Value (new), OldKey, OldValue, Exp.
-type Op struct {
-	Kind             OpKind
-	NS               string
-	Key, Value       []byte
-	Cond             backend.Cond
-	Exp              backend.Expiry
-	OldKey, OldValue []byte
-}
-
-// Result is the outcome of one Op: OK for Prepare, Rollback and Reprepare;
-// Record and Found for Get; Move for Move; Err when the store failed (the
-// op may or may not have taken effect), as the single calls return them.
-type Result struct {
-	OK     bool
-	Record backend.Record
-	Found  bool
-	Move   backend.MoveResult
-	Err    error
-}
+const (
+	OpPrepare   = backend.OpPrepare
+	OpGet       = backend.OpGet
+	OpRollback  = backend.OpRollback
+	OpReprepare = backend.OpReprepare
+	OpMove      = backend.OpMove
+)
 
 // Batch runs ops, as read from one client connection's pipeline, and sets
 // res[i] to the outcome of ops[i] (len(res) must be at least len(ops)).
