@@ -2,6 +2,7 @@ package disk
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,37 +14,42 @@ import (
 )
 
 // TestRacePrepareOneKey races 64 goroutines preparing one key: exactly one
-// wins, and the record holds the winner's value.
+// wins, and the record holds the winner's value. Pebble shows a write before
+// its fsync, so the window between a read and the next write is narrow:
+// the race is run over many keys to hit it.
 func TestRacePrepareOneKey(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir(), newFakeClock(), time.Hour)
-	const n = 64
-	var wins atomic.Int32
-	var winner atomic.Value
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for g := range n {
-		wg.Go(func() {
-			<-start
-			v := []byte{byte(g)}
-			ok, err := s.Prepare(ctx, "ns", []byte("k"), v, forever())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if ok {
-				wins.Add(1)
-				winner.Store(v)
-			}
-		})
+	const goroutines, rounds = 64, 50
+	for round := range rounds {
+		key := fmt.Appendf(nil, "k%d", round)
+		var wins atomic.Int32
+		var winner atomic.Value
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range goroutines {
+			wg.Go(func() {
+				<-start
+				v := []byte{byte(g)}
+				ok, err := s.Prepare(ctx, "ns", key, v, forever())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					wins.Add(1)
+					winner.Store(v)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.Equal(t, int32(1), wins.Load(), "round %d", round)
+		rec, ok, err := s.Get(ctx, "ns", key)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, winner.Load(), rec.Value)
 	}
-	close(start)
-	wg.Wait()
-	require.Equal(t, int32(1), wins.Load())
-	rec, ok, err := s.Get(ctx, "ns", []byte("k"))
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Equal(t, winner.Load(), rec.Value)
 }
 
 // TestRaceMoveBothWays races key changes a->b and b->a: the stripe locks

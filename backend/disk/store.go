@@ -84,6 +84,9 @@ type config struct {
 	// sweepInterval is the period of the background sweep; zero disables it
 	// (tests call sweep directly with a moved clock).
 	sweepInterval time.Duration
+	// fs is the file system pebble uses; nil means the OS's. Tests wrap it
+	// to hold or fail fsyncs.
+	fs vfs.FS
 }
 
 // Open opens (creating if needed) the store in dir. A directory in use by
@@ -98,7 +101,11 @@ func open(dir string, opts backend.Options, cfg config) (*Store, error) {
 	}
 	// Take pebble's directory lock ourselves so that "in use" is told apart
 	// from every other reason Open can fail.
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	fs := cfg.fs
+	if fs == nil {
+		fs = vfs.Default
+	}
+	lock, err := pebble.LockDirectory(dir, fs)
 	if err != nil {
 		var pathErr *os.PathError
 		if errors.As(err, &pathErr) {
@@ -109,6 +116,7 @@ func open(dir string, opts backend.Options, cfg config) (*Store, error) {
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the db holds its own reference
 	po := &pebble.Options{
+		FS:                 fs,
 		Cache:              cache,
 		Lock:               lock,
 		MemTableSize:       memTableSize,
@@ -215,10 +223,13 @@ func (l slogLogger) Errorf(format string, args ...any) {
 	l.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
-// Fatalf must not return (pebble's contract): pebble calls it when it cannot
-// keep the database consistent, e.g. after a failed WAL fsync.
+// Fatalf must not return (pebble's contract). Pebble calls it when it
+// cannot go on safely, above all when a WAL write or fsync fails: the commit
+// pipeline is then wedged and an fsync cannot be retried honestly, so the
+// process exits, as pebble's default logger does. Nothing unsynced was
+// acknowledged, and the next start recovers every acknowledged write from
+// the WAL; clients see the connection drop and check with PK.GETVALUE.
 func (l slogLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.l.Error(msg, "component", "pebble", "fatal", true)
-	panic("pebble: " + msg)
+	l.l.Error(fmt.Sprintf(format, args...), "component", "pebble", "fatal", true)
+	os.Exit(1)
 }
