@@ -22,6 +22,7 @@ package disk
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,6 +88,8 @@ type config struct {
 	// fs is the file system pebble uses; nil means the OS's. Tests wrap it
 	// to hold or fail fsyncs.
 	fs vfs.FS
+	// logger receives pebble's logs; nil means slog.Default().
+	logger *slog.Logger
 }
 
 // Open opens (creating if needed) the store in dir. A directory in use by
@@ -115,13 +118,15 @@ func open(dir string, opts backend.Options, cfg config) (*Store, error) {
 	}
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the db holds its own reference
+	logger := slogLogger{cmp.Or(cfg.logger, slog.Default())}
 	po := &pebble.Options{
 		FS:                 fs,
 		Cache:              cache,
 		Lock:               lock,
 		MemTableSize:       memTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             slogLogger{slog.Default()},
+		Logger:             logger,
+		EventListener:      eventListener(logger),
 	}
 	// Most PREPAREs look up a key that is not there: bloom filters let
 	// those reads skip the sstables instead of seeking in each level.
@@ -216,11 +221,38 @@ func (s *Store) Ping(ctx context.Context) error {
 type slogLogger struct{ l *slog.Logger }
 
 func (l slogLogger) Infof(format string, args ...any) {
+	if !l.l.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
 	l.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
 func (l slogLogger) Errorf(format string, args ...any) {
 	l.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// eventListener logs pebble's events at Debug, except those an operator
+// must see: background errors, corruption, slow disks, write stalls and low
+// disk space.
+func eventListener(l slogLogger) *pebble.EventListener {
+	el := pebble.MakeLoggingEventListener(l)
+	el.BackgroundError = func(err error) {
+		l.l.Error("pebble background error", "component", "pebble", "err", err)
+	}
+	el.DataCorruption = func(info pebble.DataCorruptionInfo) {
+		l.l.Error("pebble data corruption", "component", "pebble", "info", info.String())
+	}
+	el.DiskSlow = func(info pebble.DiskSlowInfo) {
+		l.l.Warn("disk slow", "component", "pebble", "info", info.String())
+	}
+	el.WriteStallBegin = func(info pebble.WriteStallBeginInfo) {
+		l.l.Warn("write stall", "component", "pebble", "reason", info.Reason)
+	}
+	el.WriteStallEnd = func() { l.l.Warn("write stall ended", "component", "pebble") }
+	el.LowDiskSpace = func(info pebble.LowDiskSpaceInfo) {
+		l.l.Warn("low disk space", "component", "pebble", "info", info.String())
+	}
+	return &el
 }
 
 // Fatalf must not return (pebble's contract). Pebble calls it when it

@@ -2,8 +2,10 @@ package disk
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"sync"
@@ -254,4 +256,30 @@ func TestCanceledContext(t *testing.T) {
 	_, ok, err := s.Get(context.Background(), "ns", []byte("k"))
 	require.NoError(t, err)
 	require.False(t, ok)
+}
+
+// TestPebbleLogsQuiet checks that pebble's routine lines (WAL replay,
+// flushes) reach the sidecar's log only at Debug.
+func TestPebbleLogsQuiet(t *testing.T) {
+	for _, tc := range []struct {
+		level slog.Level
+		quiet bool
+	}{{slog.LevelInfo, true}, {slog.LevelDebug, false}} {
+		t.Run(tc.level.String(), func(t *testing.T) {
+			var buf bytes.Buffer
+			cfg := config{logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level}))}
+			dir := t.TempDir()
+			for range 2 { // the second Open replays the first one's WAL
+				s, err := open(dir, backend.Options{}, cfg)
+				require.NoError(t, err)
+				_, err = s.Prepare(context.Background(), "ns", []byte("k"), []byte("v"), forever())
+				require.NoError(t, err)
+				require.NoError(t, s.Close())
+			}
+			require.Equal(t, tc.quiet, buf.Len() == 0, "log: %s", &buf)
+			if !tc.quiet {
+				require.Contains(t, buf.String(), "component=pebble")
+			}
+		})
+	}
 }
