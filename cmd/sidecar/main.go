@@ -39,6 +39,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 2
 	}
 	log := newLogger(cfg, stderr)
+	// Backends that log through the default logger (pebble's events in the
+	// embedded store) then follow --log-format and --log-level.
+	slog.SetDefault(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
