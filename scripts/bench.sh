@@ -55,7 +55,7 @@ sidecar() {
 # rps PORT PIPELINE N ARGS...: requests per second of one redis-benchmark run.
 rps() {
 	local port=$1 pipe=$2 n=$3; shift 3
-	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -r "$RANGE" -P "$pipe" --csv "$@" |
+	redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -r "$RANGE" -P "$pipe" --csv "$@" 2>/dev/null |
 		awk -F'"' 'NR==2 {print int($4)}'
 }
 
