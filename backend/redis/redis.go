@@ -122,6 +122,13 @@ func clientOption(t target, timeout time.Duration) rueidis.ClientOption {
 		// A connection that does not answer within the timeout is dropped
 		// and redialled, instead of holding every later call.
 		ConnWriteTimeout: max(timeout, time.Second),
+		// After each flush to Redis the writer waits up to this long for
+		// more commands, so that concurrent clients share write syscalls.
+		// Measured with scripts/bench.sh at 50 clients, pipeline 1: the
+		// sidecar's CPU per request fell from 36.8 to 29.0 µs and its
+		// throughput rose 18%; pipeline 16 was unchanged. It adds at most
+		// this much latency to a request.
+		MaxFlushDelay: 100 * time.Microsecond,
 	}
 	opt.Dialer.Timeout = timeout
 	if t.topology == Sentinel {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,14 @@ import (
 const version = "0.1.0"
 
 func main() {
+	// Every request allocates a little (redcon's parsed command) while the
+	// live heap stays small (pebble's cache is off the Go heap), so the
+	// default GOGC=100 spends CPU on collections that free almost nothing:
+	// 400 measured about 20% more requests/s at pipeline 1. GOGC in the
+	// environment still wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
