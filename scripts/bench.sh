@@ -8,7 +8,7 @@
 #             plus CPU time per request of the sidecar and of redis-server
 #   mongodb:  sidecar PK.PREPARE on FerretDB (a figure only; small -n), when PK_TEST_MONGO_URI is set
 #
-# Usage: scripts/bench.sh            (N=200000 CLIENTS=50 PIPELINES="1 16" to change)
+# Usage: scripts/bench.sh     (N=200000 CLIENTS=50 PIPELINES="1 16" ROUNDS=3 to change)
 # Needs redis-server, redis-cli and redis-benchmark (apt-get install redis-server redis-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,35 +75,44 @@ redis-cli -p "$fsync_port" SCRIPT LOAD "$(cat backend/redis/lua/prepare.lua)" >/
 # The sidecar's Redis key for (ns, key) is pk:{ns:key}; forever, 24h retention.
 evalsha() { echo EVALSHA "$sha" 1 "pk:{$1:k:__rand_int__}" v n 0 86400000; }
 
-echo "# prepkey bench: redis-benchmark -c $CLIENTS -n $N -r $RANGE, $(nproc) cores, $(redis-server --version | awk '{print $3}')"
+# Every figure is the median of ROUNDS runs; in each round the sidecar and what
+# it is compared to run back to back, so machine noise (large on shared 2-core
+# machines) hits both alike.
+ROUNDS=${ROUNDS:-3}
+declare -A got
+add() { got[$1]="${got[$1]:-} $2"; }
+median() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : 0)}'; }
+spread() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+us() { awk -v c="$1" -v n="$N" 'BEGIN {printf "%.1f", c/n}'; }
+
+echo "# prepkey bench: redis-benchmark -c $CLIENTS -n $N -r $RANGE, median of $ROUNDS rounds, $(nproc) cores, redis $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
 for P in $PIPELINES; do
+	for r in $(seq "$ROUNDS"); do
+		add "setnx$P" "$(rps "$plain_port" "$P" "$N" SET "s$P$r:k:__rand_int__" v NX PX 60000)"
+		add "mem$P" "$(rps "$mem_port" "$P" "$N" PK.PREPARE "m$P-$r" "k:__rand_int__" v)"
+		add "fsync$P" "$(rps "$fsync_port" "$P" "$N" $(evalsha "f$P-$r"))"
+		add "file$P" "$(rps "$file_port" "$P" "$N" PK.PREPARE "f$P-$r" "k:__rand_int__" v)"
+		c0=$(cpu "$plain_pid")
+		add "direct$P" "$(rps "$plain_port" "$P" "$N" $(evalsha "d$P-$r"))"
+		c1=$(cpu "$plain_pid"); s1=$(cpu "$viaredis_pid")
+		add "via$P" "$(rps "$viaredis_port" "$P" "$N" PK.PREPARE "r$P-$r" "k:__rand_int__" v)"
+		c2=$(cpu "$plain_pid"); s2=$(cpu "$viaredis_pid")
+		add "directcpu$P" "$(us $((c1 - c0)))"
+		add "sidecarcpu$P" "$(us $((s2 - s1)))"
+		add "viarediscpu$P" "$(us $((c2 - c1)))"
+	done
 	echo
 	echo "## pipeline $P"
-	setnx=$(rps "$plain_port" "$P" "$N" SET "s$P:k:__rand_int__" v NX PX 60000)
-	mem=$(rps "$mem_port" "$P" "$N" PK.PREPARE "m$P" "k:__rand_int__" v)
-	printf '%-52s %8s req/s\n' "redis-server SET NX PX (no persistence)" "$setnx"
-	printf '%-52s %8s req/s  %s of SET NX\n' "sidecar memory: PK.PREPARE" "$mem" "$(ratio "$mem" "$setnx")"
-
-	fs=$(rps "$fsync_port" "$P" "$N" $(evalsha "f$P"))
-	file=$(rps "$file_port" "$P" "$N" PK.PREPARE "f$P" "k:__rand_int__" v)
-	printf '%-52s %8s req/s\n' "redis-server EVALSHA prepare.lua (appendfsync always)" "$fs"
-	printf '%-52s %8s req/s  %s of EVALSHA fsync\n' "sidecar file: PK.PREPARE" "$file" "$(ratio "$file" "$fs")"
-
-	c0=$(cpu "$plain_pid")
-	direct=$(rps "$plain_port" "$P" "$N" $(evalsha "d$P"))
-	c1=$(cpu "$plain_pid"); s1=$(cpu "$viaredis_pid")
-	via=$(rps "$viaredis_port" "$P" "$N" PK.PREPARE "r$P" "k:__rand_int__" v)
-	c2=$(cpu "$plain_pid"); s2=$(cpu "$viaredis_pid")
-	printf '%-52s %8s req/s  redis CPU %s us/req\n' "redis-server EVALSHA prepare.lua (direct)" "$direct" \
-		"$(awk -v c=$((c1 - c0)) -v n="$N" 'BEGIN {printf "%.1f", c/n}')"
-	printf '%-52s %8s req/s  %s of direct; sidecar CPU %s us/req, redis CPU %s us/req\n' "sidecar redis:// PK.PREPARE" "$via" \
-		"$(ratio "$via" "$direct")" \
-		"$(awk -v c=$((s2 - s1)) -v n="$N" 'BEGIN {printf "%.1f", c/n}')" \
-		"$(awk -v c=$((c2 - c1)) -v n="$N" 'BEGIN {printf "%.1f", c/n}')"
-
+	row() { printf '%-52s %8s req/s (%s)  %s\n' "$1" "$(median "$2")" "$(spread "$2")" "${3:-}"; }
+	row "redis-server SET NX PX (no persistence)" "setnx$P"
+	row "sidecar memory: PK.PREPARE" "mem$P" "$(ratio "$(median "mem$P")" "$(median "setnx$P")") of SET NX"
+	row "redis-server EVALSHA prepare.lua (appendfsync always)" "fsync$P"
+	row "sidecar file: PK.PREPARE" "file$P" "$(ratio "$(median "file$P")" "$(median "fsync$P")") of EVALSHA fsync"
+	row "redis-server EVALSHA prepare.lua (direct)" "direct$P" "redis CPU $(median "directcpu$P") us/req"
+	row "sidecar redis:// PK.PREPARE" "via$P" "$(ratio "$(median "via$P")" "$(median "direct$P")") of direct; sidecar CPU $(median "sidecarcpu$P") us/req, redis CPU $(median "viarediscpu$P") us/req"
 	if [ -n "${PK_TEST_MONGO_URI:-}" ]; then
 		if [ -z "${mongo_port:-}" ]; then sidecar mongo "${PK_TEST_MONGO_URI%/}/pkbench$$"; fi
 		mn=$(rps "$mongo_port" "$P" 300 PK.PREPARE "g$P" "k:__rand_int__" v)
-		printf '%-52s %8s req/s  (-n 300; FerretDB, no target)\n' "sidecar mongodb: PK.PREPARE" "$mn"
+		printf '%-52s %8s req/s  (-n 300, one run; FerretDB, no target)\n' "sidecar mongodb: PK.PREPARE" "$mn"
 	fi
 done
