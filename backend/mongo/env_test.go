@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/prepkey/prepkey/backend/storetest"
 )
 
 // serverURL returns the server the tests run against: MONGO_URI (a real
@@ -106,23 +107,8 @@ func ferretDB(t *testing.T, s *Store) bool {
 }
 
 // fakeClock is the sidecar's clock in tests: it moves only when told to.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = storetest.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Now().Truncate(time.Millisecond)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newFakeClock starts at the real time: MongoDB's TTL monitor compares
+// expireAt with the server's clock, and must not delete records early.
+func newFakeClock() *fakeClock { return storetest.NewClock(time.Now().Truncate(time.Millisecond)) }
