@@ -124,37 +124,87 @@ func TestNothingSeenBeforeFsync(t *testing.T) {
 	require.Equal(t, []byte("v"), (<-got).Value)
 }
 
-// TestFsyncFailure checks that a write whose WAL write or fsync fails is
-// never answered: pebble cannot go on after it, so the process exits (in a
-// helper process here), and the writes acknowledged before it are all found
-// on the next Open.
-func TestFsyncFailure(t *testing.T) {
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFailingFsync$")
-	cmd.Env = append(os.Environ(), "DISK_FAIL_DIR="+dir)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "stdout: %s\nstderr: %s", &stdout, &stderr)
-	require.Equal(t, 1, exit.ExitCode())
-	require.Contains(t, stderr.String(), "fatal commit error")
-	require.NotContains(t, stdout.String(), "answered")
-
-	s := openTest(t, dir, newFakeClock(), time.Hour)
-	for i := range 10 {
-		rec, ok, err := s.Get(context.Background(), "ns", fmt.Appendf(nil, "acked-%d", i))
-		require.NoError(t, err)
-		require.True(t, ok, "acked-%d lost", i)
-		require.Equal(t, []byte("v"), rec.Value)
-	}
-	_, ok, err := s.Get(context.Background(), "ns", []byte("failed"))
+// TestBatchNothingSeenBeforeFsync holds the WAL fsync of a batch that
+// prepares a key and reads it back: the batch does not return, and a GET
+// of that key from another client waits, until the fsync is done; a GET of
+// a key on another stripe does not wait.
+func TestBatchNothingSeenBeforeFsync(t *testing.T) {
+	ctx := context.Background()
+	gate := newWALSyncGate()
+	s, err := open(t.TempDir(), backend.Options{Now: newFakeClock().Now}, config{fs: errorfs.Wrap(vfs.Default, gate)})
 	require.NoError(t, err)
-	require.False(t, ok, "the write whose fsync failed was found")
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	t.Cleanup(gate.open) // runs first: a failed test must not leave Close waiting
+
+	key, other := "k", "other"
+	for s.stripe(recordKey("ns", []byte(other))) == s.stripe(recordKey("ns", []byte(key))) {
+		other += "x"
+	}
+	require.Equal(t, []backend.Result{yes}, runAlone(ctx, s, []backend.Op{opPrepare(other, "o", forever())}))
+
+	gate.arm()
+	ops := []backend.Op{opPrepare(key, "v", forever()), opGet(key), opPrepare(key, "w", forever())}
+	res := make([]backend.Result, len(ops))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Batch(ctx, ops, res)
+	}()
+	<-gate.entered // the batch is in the memtable, its fsync is held
+
+	got := make(chan []backend.Result, 1)
+	go func() { got <- runAlone(ctx, s, []backend.Op{opGet(key)}) }()
+	require.Equal(t, []backend.Result{found("o", 0, true)}, runAlone(ctx, s, []backend.Op{opGet(other)}))
+	select {
+	case <-done:
+		t.Fatalf("Batch returned %+v before its fsync", res)
+	case r := <-got:
+		t.Fatalf("GET answered %+v before the batch's fsync", r)
+	case <-time.After(50 * time.Millisecond): // a bound on non-progress, not on expiry
+	}
+
+	gate.open()
+	<-done
+	requireResults(t, []backend.Result{yes, found("v", 0, true), no}, res)
+	requireResults(t, []backend.Result{found("v", 0, true)}, <-got)
+}
+
+// TestFsyncFailure checks that a write whose WAL write or fsync fails is
+// never answered, alone or in a batch: pebble cannot go on after it, so the
+// process exits (in a helper process here), and the writes acknowledged
+// before it are all found on the next Open.
+func TestFsyncFailure(t *testing.T) {
+	for _, mode := range []string{"single", "batch"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFailingFsync$")
+			cmd.Env = append(os.Environ(), "DISK_FAIL_DIR="+dir, "DISK_FAIL_MODE="+mode)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "stdout: %s\nstderr: %s", &stdout, &stderr)
+			require.Equal(t, 1, exit.ExitCode())
+			require.Contains(t, stderr.String(), "fatal commit error")
+			require.NotContains(t, stdout.String(), "answered")
+
+			s := openTest(t, dir, newFakeClock(), time.Hour)
+			for i := range 10 {
+				rec, ok, err := s.Get(context.Background(), "ns", fmt.Appendf(nil, "acked-%d", i))
+				require.NoError(t, err)
+				require.True(t, ok, "acked-%d lost", i)
+				require.Equal(t, []byte("v"), rec.Value)
+			}
+			_, ok, err := s.Get(context.Background(), "ns", []byte("failed"))
+			require.NoError(t, err)
+			require.False(t, ok, "the write whose fsync failed was found")
+		})
+	}
 }
 
 // TestHelperFailingFsync is the process of TestFsyncFailure: it reserves
-// ten keys, then makes every WAL write fail and tries one more.
+// ten keys, then makes every WAL write fail and tries one more, alone or as
+// the first op of a batch that reads it back.
 func TestHelperFailingFsync(t *testing.T) {
 	dir := os.Getenv("DISK_FAIL_DIR")
 	if dir == "" {
@@ -177,6 +227,13 @@ func TestHelperFailingFsync(t *testing.T) {
 		require.True(t, ok)
 	}
 	failing.Store(true)
+	if os.Getenv("DISK_FAIL_MODE") == "batch" {
+		ops := []backend.Op{opPrepare("failed", "v", forever()), opGet("failed"), opGet("acked-0")}
+		res := make([]backend.Result, len(ops))
+		s.Batch(ctx, ops, res)
+		fmt.Printf("answered %+v\n", res) // never reached: pebble exits
+		return
+	}
 	ok, err := s.Prepare(ctx, "ns", []byte("failed"), []byte("v"), forever())
 	fmt.Printf("answered %v, %v\n", ok, err) // never reached: pebble exits
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -73,10 +74,17 @@ func (s *Store) lock2(ctx context.Context, a, b []byte) (unlock func(), err erro
 	return unlock, nil
 }
 
-// read returns the record under recKey as it is on disk. The stripe must be
-// held.
-func (s *Store) read(recKey []byte) (stored, error) {
-	raw, closer, err := s.db.Get(recKey)
+// reader is where a command reads records: the DB for a command alone, or
+// the indexed batch of a pipeline (batch.go), which shows the pipeline's
+// earlier writes over the DB.
+type reader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+// readFrom returns the record under recKey as r shows it. The stripe must
+// be held.
+func readFrom(r reader, recKey []byte) (stored, error) {
+	raw, closer, err := r.Get(recKey)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return stored{}, nil
 	}
@@ -90,6 +98,10 @@ func (s *Store) read(recKey []byte) (stored, error) {
 	}
 	return stored{exists: true, ttlAt: ttlAt, value: bytes.Clone(value)}, nil
 }
+
+// read returns the record under recKey as it is in the DB. The stripe must
+// be held.
+func (s *Store) read(recKey []byte) (stored, error) { return readFrom(s.db, recKey) }
 
 // put adds to b the record recKey -> (ttlAt, value) in place of old, and
 // keeps the expiry index in step: old's entry goes, the new one comes.
@@ -130,14 +142,52 @@ func (s *Store) commit(b *pebble.Batch) error {
 	return nil
 }
 
-// write builds one batch with fill and commits it.
-func (s *Store) write(fill func(b *pebble.Batch) error) error {
-	b := s.db.NewBatch()
-	if err := fill(b); err != nil {
-		b.Close()
-		return fmt.Errorf("disk: build batch: %w", err)
+// txn is what one command reads from and writes to. The read-modify-write
+// of each command kind (prepare, get, ...) is written once, over a txn, and
+// serves both a command alone (Prepare, Get, ...: reads from the DB, a batch
+// of its own at its first write) and the commands of a pipeline (Batch:
+// reads and writes through one indexed batch, so each command sees the
+// writes of those before it, and all share one commit).
+type txn struct {
+	db *pebble.DB
+	r  reader
+	b  *pebble.Batch // nil until the first write of a command alone
+	// err is the first failed write: b may then hold part of a command, and
+	// must be dropped instead of committed.
+	err error
+}
+
+// alone returns the txn of a command run on its own.
+func (s *Store) alone() *txn { return &txn{db: s.db, r: s.db} }
+
+func (t *txn) read(recKey []byte) (stored, error) { return readFrom(t.r, recKey) }
+
+func (t *txn) batch() *pebble.Batch {
+	if t.b == nil {
+		t.b = t.db.NewBatch()
 	}
-	return s.commit(b)
+	return t.b
+}
+
+// write adds the writes of fill to the txn's batch.
+func (t *txn) write(fill func(b *pebble.Batch) error) error {
+	if err := fill(t.batch()); err != nil {
+		t.err = fmt.Errorf("disk: build batch: %w", err)
+		return t.err
+	}
+	return nil
+}
+
+// end finishes the txn of a command alone: it commits its writes, if any,
+// unless the command failed (err), and returns the command's error.
+func (s *Store) end(t *txn, err error) error {
+	if err != nil || t.b == nil {
+		if t.b != nil {
+			t.b.Close()
+		}
+		return err
+	}
+	return s.commit(t.b)
 }
 
 // nowMs reads the store's clock.
@@ -151,8 +201,18 @@ func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp b
 	if err != nil {
 		return false, err
 	}
+	t := s.alone()
+	ok, err := s.prepare(t, rk, value, exp)
+	if err := s.end(t, err); err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
+// prepare is Prepare on t, with the stripes held.
+func (s *Store) prepare(t *txn, rk, value []byte, exp backend.Expiry) (bool, error) {
 	now := s.nowMs()
-	old, err := s.read(rk)
+	old, err := t.read(rk)
 	if err != nil {
 		return false, err
 	}
@@ -160,7 +220,7 @@ func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp b
 		return false, nil
 	}
 	ttlAt := exp.TTLAt(now, backend.Forever)
-	if err := s.write(func(b *pebble.Batch) error { return put(b, rk, old, ttlAt, value) }); err != nil {
+	if err := t.write(func(b *pebble.Batch) error { return put(b, rk, old, ttlAt, value) }); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -176,8 +236,13 @@ func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record,
 	if err != nil {
 		return backend.Record{}, false, err
 	}
+	return s.get(s.alone(), rk)
+}
+
+// get is Get on t, with the stripes held.
+func (s *Store) get(t *txn, rk []byte) (backend.Record, bool, error) {
 	now := s.nowMs()
-	r, err := s.read(rk)
+	r, err := t.read(rk)
 	if err != nil || !s.visible(r, now) {
 		return backend.Record{}, false, err
 	}
@@ -192,15 +257,25 @@ func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backen
 	if err != nil {
 		return false, err
 	}
+	t := s.alone()
+	ok, err := s.rollback(t, rk, ifeq)
+	if err := s.end(t, err); err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
+// rollback is Rollback on t, with the stripes held.
+func (s *Store) rollback(t *txn, rk []byte, ifeq backend.Cond) (bool, error) {
 	now := s.nowMs()
-	old, err := s.read(rk)
+	old, err := t.read(rk)
 	if err != nil {
 		return false, err
 	}
 	if !s.visible(old, now) || !ifeq.Holds(old.value) {
 		return false, nil
 	}
-	if err := s.write(func(b *pebble.Batch) error { return del(b, rk, old) }); err != nil {
+	if err := t.write(func(b *pebble.Batch) error { return del(b, rk, old) }); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -214,8 +289,18 @@ func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ife
 	if err != nil {
 		return false, err
 	}
+	t := s.alone()
+	ok, err := s.reprepare(t, rk, value, ifeq, exp)
+	if err := s.end(t, err); err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
+// reprepare is Reprepare on t, with the stripes held.
+func (s *Store) reprepare(t *txn, rk, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
 	now := s.nowMs()
-	old, err := s.read(rk)
+	old, err := t.read(rk)
 	if err != nil {
 		return false, err
 	}
@@ -223,7 +308,7 @@ func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ife
 		return false, nil
 	}
 	ttlAt := exp.TTLAt(now, old.ttlAt)
-	if err := s.write(func(b *pebble.Batch) error { return put(b, rk, old, ttlAt, value) }); err != nil {
+	if err := t.write(func(b *pebble.Batch) error { return put(b, rk, old, ttlAt, value) }); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -235,23 +320,33 @@ func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ife
 // PREPARE newKey would fail before ROLLBACK oldKey is tried.
 func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
 	nk, ok := recordKey(ns, newKey), recordKey(ns, oldKey)
-	if bytes.Equal(nk, ok) {
-		return 0, fmt.Errorf("disk: move: old and new key are the same")
-	}
 	unlock, err := s.lock2(ctx, nk, ok)
 	defer unlock()
 	if err != nil {
 		return 0, err
 	}
+	t := s.alone()
+	r, err := s.move(t, nk, newValue, ok, oldValue, exp)
+	if err := s.end(t, err); err != nil {
+		return 0, err
+	}
+	return r, nil
+}
+
+// move is Move on t, with the stripes held.
+func (s *Store) move(t *txn, nk, newValue, ok, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+	if bytes.Equal(nk, ok) {
+		return 0, fmt.Errorf("disk: move: old and new key are the same")
+	}
 	now := s.nowMs()
-	cur, err := s.read(nk)
+	cur, err := t.read(nk)
 	if err != nil {
 		return 0, err
 	}
 	if s.live(cur, now) {
 		return backend.NewKeyTaken, nil
 	}
-	old, err := s.read(ok)
+	old, err := t.read(ok)
 	if err != nil {
 		return 0, err
 	}
@@ -259,7 +354,7 @@ func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, o
 		return backend.OldKeyMismatch, nil
 	}
 	ttlAt := exp.TTLAt(now, backend.Forever)
-	err = s.write(func(b *pebble.Batch) error {
+	err = t.write(func(b *pebble.Batch) error {
 		if err := put(b, nk, cur, ttlAt, newValue); err != nil {
 			return err
 		}

@@ -14,7 +14,8 @@
 // a reader without the lock could answer from a write that a crash would
 // undo. Other stripes proceed meanwhile and share the fsync. A key change
 // (Move) locks both stripes in index order and commits one batch, so it is
-// atomic.
+// atomic. The commands of one client pipeline (Batch, batch.go) lock all
+// their stripes the same way and share one commit and one fsync.
 //
 // The keyspace layout is described in encoding.go; expired records are
 // deleted after the retention by the sweep in sweep.go.
@@ -90,6 +91,9 @@ type config struct {
 	fs vfs.FS
 	// logger receives pebble's logs; nil means slog.Default().
 	logger *slog.Logger
+	// readOnly opens an existing database for reading only: every commit
+	// fails, without the process exit of a failed WAL write.
+	readOnly bool
 }
 
 // Open opens (creating if needed) the store in dir. A directory in use by
@@ -127,6 +131,7 @@ func open(dir string, opts backend.Options, cfg config) (*Store, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             logger,
 		EventListener:      eventListener(logger),
+		ReadOnly:           cfg.readOnly,
 	}
 	// Most PREPAREs look up a key that is not there: bloom filters let
 	// those reads skip the sstables instead of seeking in each level.
