@@ -37,7 +37,7 @@ func TestBatchAsOneAtATime(t *testing.T) {
 				if round%13 == 0 {
 					n = batchChunk + rng.IntN(60) // spans two chunks
 				}
-				pipeline := randomOps(rng, n, clock.ms())
+				pipeline := randomOps(rng, n, clock.Now().UnixMilli())
 				res := make([]backend.Result, n)
 				batched.Batch(ctx, pipeline, res)
 				want := runAlone(ctx, alone, pipeline)

@@ -99,7 +99,7 @@ func (c *syncCounter) MaybeError(op errorfs.Op) error {
 // index and how many fsyncs the pipeline cost.
 func TestBatch(t *testing.T) {
 	const retention = time.Hour
-	t0 := newFakeClock().ms()
+	t0 := newFakeClock().Now().UnixMilli()
 	type tc struct {
 		name    string
 		setup   []backend.Op  // run one at a time first

@@ -2,7 +2,6 @@ package disk
 
 import (
 	"bytes"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,29 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/backend/storetest"
 )
 
-// fakeClock is a store clock that tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = storetest.Clock
 
-func newFakeClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *fakeClock) ms() int64 { return c.Now().UnixMilli() }
+func newFakeClock() *fakeClock { return storetest.NewClock(time.UnixMilli(1_700_000_000_000)) }
 
 // openTest opens a store in dir on clock with no background sweep, and
 // closes it when the test ends.

@@ -32,7 +32,7 @@ func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clock := newFakeClock()
-	t0 := clock.ms()
+	t0 := clock.Now().UnixMilli()
 	type rec struct {
 		ns    string
 		key   string

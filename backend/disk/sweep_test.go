@@ -116,7 +116,7 @@ func TestSweepStaleEntry(t *testing.T) {
 	clock := newFakeClock()
 	s := openTest(t, t.TempDir(), clock, 0)
 	rk := recordKey("ns", []byte("ghost"))
-	require.NoError(t, s.db.Set(expiryKey(clock.ms()-1, rk), nil, nil))
+	require.NoError(t, s.db.Set(expiryKey(clock.Now().UnixMilli()-1, rk), nil, nil))
 	deleted, err := s.sweep()
 	require.NoError(t, err)
 	require.Zero(t, deleted)
