@@ -70,8 +70,8 @@ sidecar mem memory:
 sidecar file "file:$work/data"
 sidecar viaredis "redis://127.0.0.1:$plain_port"
 
-sha=$(redis-cli -p "$plain_port" SCRIPT LOAD "$(cat backend/redis/lua/prepare.lua)")
-redis-cli -p "$fsync_port" SCRIPT LOAD "$(cat backend/redis/lua/prepare.lua)" >/dev/null
+sha=$(redis-cli -p "$plain_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/prepare.lua)")
+redis-cli -p "$fsync_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/prepare.lua)" >/dev/null
 # The sidecar's Redis key for (ns, key) is pk:{ns:key}; forever, 24h retention.
 evalsha() { echo EVALSHA "$sha" 1 "pk:{$1:k:__rand_int__}" v n 0 86400000; }
 

@@ -11,20 +11,34 @@ import (
 )
 
 var (
+	//go:embed lua/record.lua
+	recordLua string
 	//go:embed lua/prepare.lua
-	prepareLua string
+	prepareBody string
 	//go:embed lua/get.lua
-	getLua string
+	getBody string
 	//go:embed lua/rollback.lua
-	rollbackLua string
+	rollbackBody string
 	//go:embed lua/reprepare.lua
-	reprepareLua string
+	reprepareBody string
 	//go:embed lua/move.lua
-	moveLua string
+	moveBody string
 	//go:embed lua/reserve.lua
-	reserveLua string
+	reserveBody string
 	//go:embed lua/unreserve.lua
-	unreserveLua string
+	unreserveBody string
+)
+
+// Each script is record.lua (the shared record rules) followed by its body,
+// so that EVALSHA runs one self-contained source.
+var (
+	prepareLua   = recordLua + prepareBody
+	getLua       = recordLua + getBody
+	rollbackLua  = recordLua + rollbackBody
+	reprepareLua = recordLua + reprepareBody
+	moveLua      = recordLua + moveBody
+	reserveLua   = recordLua + reserveBody
+	unreserveLua = recordLua + unreserveBody
 )
 
 // script is one Lua script. Its Exec runs EVALSHA and, when the server

@@ -15,14 +15,7 @@ if ARGV[2] ~= '1' then
   redis.call('DEL', KEYS[1])
   return 1
 end
-redis.call('HSET', KEYS[1], 'v', ARGV[3], 't', ARGV[4])
 -- The replaced record was expired: it keeps the expiry it had, which
 -- deletes it at once if its retention has run out meanwhile.
-local ttlAt = tonumber(ARGV[4])
-local at = ttlAt + tonumber(ARGV[5])
-if ttlAt == 0 or at > 9007199254740991 then
-  redis.call('PERSIST', KEYS[1])
-else
-  redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', at))
-end
+save(KEYS[1], ARGV[3], tonumber(ARGV[4]), ARGV[4], tonumber(ARGV[5]))
 return 1
