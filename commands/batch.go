@@ -19,7 +19,14 @@ type Batcher interface {
 // IsPK reports whether name is a PK command, in any case.
 func (h *Handler) IsPK(name []byte) bool { return h.lookup(name) != nil }
 
-// Batch answers cmds, PK commands read together from one connection, in
+// Batches reports whether the store takes a batch at once (a Batcher);
+// otherwise Batch is one store call after the other.
+func (h *Handler) Batches() bool {
+	_, ok := h.store.(Batcher)
+	return ok
+}
+
+// Batch answers cmds, PK commands from one or several connections, in
 // order, writing replies[i] for cmds[i]. Requests refused by validation are
 // answered without the store; the others go to the store in one Batch call
 // when it is a Batcher, else one call at a time.

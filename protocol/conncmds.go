@@ -12,20 +12,23 @@ import (
 type connCmd struct {
 	arity int // as in Redis: negative is a minimum
 	run   func(c *conn, args [][]byte)
+	// offLoop is set for a command that may wait on the backend (INFO
+	// pings it): it runs off the event loop.
+	offLoop bool
 }
 
 // connCommandTable is the table of connection commands, by lower-case name.
 func connCommandTable() map[string]connCmd {
 	return map[string]connCmd{
-		"ping":    {-1, (*conn).ping},
-		"echo":    {2, (*conn).echo},
-		"quit":    {-1, (*conn).quitCmd},
-		"auth":    {-2, (*conn).auth},
-		"hello":   {-1, (*conn).hello},
-		"select":  {2, (*conn).selectDB},
-		"client":  {-2, (*conn).client},
-		"command": {-1, (*conn).command},
-		"info":    {-1, (*conn).info},
+		"ping":    {arity: -1, run: (*conn).ping},
+		"echo":    {arity: 2, run: (*conn).echo},
+		"quit":    {arity: -1, run: (*conn).quitCmd},
+		"auth":    {arity: -2, run: (*conn).auth},
+		"hello":   {arity: -1, run: (*conn).hello},
+		"select":  {arity: 2, run: (*conn).selectDB},
+		"client":  {arity: -2, run: (*conn).client},
+		"command": {arity: -1, run: (*conn).command},
+		"info":    {arity: -1, run: (*conn).info, offLoop: true},
 	}
 }
 
@@ -39,6 +42,10 @@ func (c *conn) connCommand(args [][]byte) bool {
 	}
 	if n := len(args); (cmd.arity > 0 && n != cmd.arity) || n < -cmd.arity {
 		c.out.err(fmt.Sprintf("ERR wrong number of arguments for '%s' command", lower))
+		return true
+	}
+	if cmd.offLoop {
+		c.offload(func() { cmd.run(c, args) })
 		return true
 	}
 	cmd.run(c, args)
@@ -235,7 +242,7 @@ func (c *conn) client(args [][]byte) {
 		c.out.simple("OK")
 	case sub == "info" && len(args) == 2:
 		c.out.bulkString(fmt.Sprintf("id=%d addr=%s name=%s resp=%d lib-name=%s lib-ver=%s\n",
-			c.id, c.nc.RemoteAddr(), c.name, map[bool]int{false: 2, true: 3}[c.out.resp3], c.lib[0], c.lib[1]))
+			c.id, c.gc.RemoteAddr(), c.name, map[bool]int{false: 2, true: 3}[c.out.resp3], c.lib[0], c.lib[1]))
 	case sub == "id" || sub == "getname" || sub == "setname" || sub == "setinfo" || sub == "info":
 		c.out.err(fmt.Sprintf("ERR wrong number of arguments for 'client|%s' command", sub))
 	default:

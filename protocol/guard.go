@@ -2,7 +2,7 @@ package protocol
 
 import (
 	"errors"
-	"net"
+	"io"
 	"strconv"
 )
 
@@ -26,12 +26,12 @@ const (
 	preAuthMaxBulk = 64 << 10
 )
 
-// guardConn watches the request framing as bytes arrive, before redcon's
+// guardReader watches the request framing as bytes arrive, before redcon's
 // reader buffers them: redcon grows its buffer to whatever a client sends, so
 // the length headers are checked here, and the connection refused, before
 // any of the announced bytes are read.
-type guardConn struct {
-	net.Conn
+type guardReader struct {
+	r   io.Reader
 	lim func() limits // current limits, which change at AUTH
 
 	state   guardState
@@ -39,7 +39,7 @@ type guardConn struct {
 	args    int    // bulks left in the current request
 	skip    int    // bulk bytes (with CRLF) left to pass through
 	inline  int    // bytes of the current inline command
-	failure string // the protocol error sent to the client
+	failure string // the protocol error to send to the client
 }
 
 type guardState uint8
@@ -56,15 +56,14 @@ const (
 // maxHeader bounds a length header ("*16\r\n", "$65536\r\n").
 const maxHeader = 20
 
-func (g *guardConn) Read(p []byte) (int, error) {
+func (g *guardReader) Read(p []byte) (int, error) {
 	if g.failure != "" {
 		return 0, errGuard
 	}
-	n, err := g.Conn.Read(p)
+	n, err := g.r.Read(p)
 	if n > 0 {
 		if msg := g.scan(p[:n]); msg != "" {
 			g.failure = msg
-			_, _ = g.Conn.Write([]byte("-ERR Protocol error: " + msg + "\r\n"))
 			return 0, errGuard
 		}
 	}
@@ -73,7 +72,7 @@ func (g *guardConn) Read(p []byte) (int, error) {
 
 // scan advances the framing state over b. It returns the protocol error to
 // send, or "". Malformed framing it leaves to redcon, which rejects it.
-func (g *guardConn) scan(b []byte) string {
+func (g *guardReader) scan(b []byte) string {
 	lim := g.lim()
 	for i := 0; i < len(b); i++ {
 		c := b[i]

@@ -75,7 +75,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
 		Version: version,
 		Backend: kind,
-		Logger:  log,
+		// The memory store answers without waiting: on the event loop.
+		InlineStore: kind == "memory",
+		Logger:      log,
 	}, commands.New(st, limits, nil), st)
 
 	served := make(chan error, 1)

@@ -1,0 +1,65 @@
+package protocol
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+// loopEvents is the server's side of gnet's event loops; each method runs
+// on the loop of its connection.
+type loopEvents struct {
+	s *Server
+}
+
+var _ gnet.EventHandler = loopEvents{}
+
+func (loopEvents) OnBoot(gnet.Engine) gnet.Action { return gnet.None }
+func (loopEvents) OnShutdown(gnet.Engine)         {}
+
+func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	c := gc.Context().(*conn)
+	c.gc, c.loop = gc, gc.EventLoop()
+	c.batcher = e.s.batcherFor(c.loop)
+	if e.s.closing.Load() {
+		return nil, gnet.Close
+	}
+	return nil, gnet.None
+}
+
+func (e loopEvents) OnClose(gc gnet.Conn, _ error) gnet.Action {
+	c := gc.Context().(*conn)
+	c.closed = true
+	e.s.forget(c)
+	return gnet.None
+}
+
+func (e loopEvents) OnTraffic(gc gnet.Conn) gnet.Action {
+	c := gc.Context().(*conn)
+	if c.busy {
+		// Input waits in gnet's buffer until the run is back, within bounds.
+		if gc.InboundBuffered() > max(minInboundLimit, 2*e.s.cfg.MaxBulk) {
+			e.s.cfg.Logger.Warn("closing a client that floods while its commands wait on the store", "id", c.id)
+			return gnet.Close
+		}
+		return gnet.None
+	}
+	if c.serve() {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+func (loopEvents) OnTick() (time.Duration, gnet.Action) { return 0, gnet.None }
+
+// gnetLogger sends gnet's own log lines to the sidecar's logger; its
+// start-up chatter is debug.
+type gnetLogger struct{ log *slog.Logger }
+
+func (g gnetLogger) Debugf(format string, args ...any) { g.log.Debug(fmt.Sprintf(format, args...)) }
+func (g gnetLogger) Infof(format string, args ...any)  { g.log.Debug(fmt.Sprintf(format, args...)) }
+func (g gnetLogger) Warnf(format string, args ...any)  { g.log.Warn(fmt.Sprintf(format, args...)) }
+func (g gnetLogger) Errorf(format string, args ...any) { g.log.Error(fmt.Sprintf(format, args...)) }
+func (g gnetLogger) Fatalf(format string, args ...any) { g.log.Error(fmt.Sprintf(format, args...)) }

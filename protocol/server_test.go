@@ -1,0 +1,219 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/prepkey/prepkey/commands"
+)
+
+// echoHandler answers "PK.ECHO n" with :n, from the event loop (inline) or
+// off it, one call at a time or in batches, so that the server's paths are
+// tested without a store.
+type echoHandler struct {
+	batches bool
+	delay   time.Duration // each call or batch waits this long, as a store would
+
+	mu    sync.Mutex
+	sizes []int // commands per Batch call
+}
+
+func (h *echoHandler) IsPK(name []byte) bool { return strings.EqualFold(string(name), "PK.ECHO") }
+func (h *echoHandler) Batches() bool         { return h.batches }
+
+func (h *echoHandler) Do(_ context.Context, args [][]byte) (commands.Reply, bool) {
+	if !h.IsPK(args[0]) {
+		return commands.Reply{}, false
+	}
+	time.Sleep(h.delay)
+	return h.answer(args), true
+}
+
+func (h *echoHandler) answer(args [][]byte) commands.Reply {
+	n, err := strconv.ParseInt(string(args[1]), 10, 64)
+	if err != nil {
+		return commands.Reply{Kind: commands.Error, Text: "ERR not a number"}
+	}
+	return commands.Reply{Kind: commands.Int, Int: n}
+}
+
+func (h *echoHandler) Batch(_ context.Context, cmds [][][]byte, replies []commands.Reply) {
+	h.mu.Lock()
+	h.sizes = append(h.sizes, len(cmds))
+	h.mu.Unlock()
+	time.Sleep(h.delay)
+	for i, args := range cmds {
+		replies[i] = h.answer(args)
+	}
+}
+
+type readyPinger struct{}
+
+func (readyPinger) Ping(context.Context) error { return nil }
+
+// serve starts a Server on a loopback port and returns its address.
+func serve(t *testing.T, cfg Config, h Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := New(cfg, h, readyPinger{})
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Shutdown(ctx))
+		require.ErrorIs(t, <-done, ErrServerClosed)
+	})
+	return ln.Addr().String()
+}
+
+func echoReq(n int) string { return req("PK.ECHO", strconv.Itoa(n)) }
+
+// TestPipelineOrder sends long pipelines, mixed with connection commands,
+// from several clients at once, on every path a PK command can take, and
+// checks each client gets every reply in order.
+func TestPipelineOrder(t *testing.T) {
+	paths := map[string]struct {
+		inline bool
+		h      *echoHandler
+	}{
+		"inline":    {true, &echoHandler{}},
+		"goroutine": {false, &echoHandler{delay: 50 * time.Microsecond}},
+		"batched":   {false, &echoHandler{batches: true, delay: 200 * time.Microsecond}},
+	}
+	for name, p := range paths {
+		t.Run(name, func(t *testing.T) {
+			addr := serve(t, Config{InlineStore: p.inline}, p.h)
+			const clients, each = 8, 3000
+			var wg sync.WaitGroup
+			for cl := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					nc, err := net.Dial("tcp", addr)
+					if !assertNoError(t, err) {
+						return
+					}
+					defer nc.Close()
+					var want strings.Builder
+					var stream strings.Builder
+					for i := range each {
+						n := cl*each + i
+						if i%97 == 0 {
+							stream.WriteString(req("PING"))
+							want.WriteString("+PONG\r\n")
+						}
+						stream.WriteString(echoReq(n))
+						want.WriteString(":" + strconv.Itoa(n) + "\r\n")
+					}
+					go func() { _, _ = io.WriteString(nc, stream.String()) }()
+					_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+					got := make([]byte, want.Len())
+					_, err = io.ReadFull(bufio.NewReader(nc), got)
+					if assertNoError(t, err) && string(got) != want.String() {
+						t.Errorf("client %d: replies out of order", cl)
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+// TestBatchesJoinClients checks that runs of several connections that wait
+// together go to the store in one Batch call.
+func TestBatchesJoinClients(t *testing.T) {
+	h := &echoHandler{batches: true, delay: 20 * time.Millisecond}
+	addr := serve(t, Config{}, h)
+	const clients = 16
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.Dial("tcp", addr)
+			if !assertNoError(t, err) {
+				return
+			}
+			defer nc.Close()
+			_, err = io.WriteString(nc, echoReq(i))
+			assertNoError(t, err)
+			want := fmt.Sprintf(":%d\r\n", i)
+			got := make([]byte, len(want))
+			_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, err = io.ReadFull(nc, got)
+			if assertNoError(t, err) {
+				require.Equal(t, want, string(got))
+			}
+		}()
+	}
+	wg.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total := 0
+	for _, n := range h.sizes {
+		total += n
+	}
+	require.Equal(t, clients, total)
+	// The first request finds the store idle and goes alone; the others
+	// arrive during its 20 ms and go together.
+	require.Less(t, len(h.sizes), clients/2, "batch sizes %v", h.sizes)
+}
+
+// TestShutdownAnswersInFlight: a run at the store when Shutdown begins is
+// still answered, then the connection is closed; an idle one is closed.
+func TestShutdownAnswersInFlight(t *testing.T) {
+	for _, batches := range []bool{false, true} {
+		t.Run(fmt.Sprint("batches=", batches), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			srv := New(Config{}, &echoHandler{batches: batches, delay: 300 * time.Millisecond}, readyPinger{})
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ln) }()
+
+			idle, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			busy, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			_, err = io.WriteString(busy, req("PING")+echoReq(7))
+			require.NoError(t, err)
+			rd := bufio.NewReader(busy)
+			line, err := rd.ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, "+PONG\r\n", line) // the run is now at the store
+
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			require.NoError(t, srv.Shutdown(ctx))
+			require.ErrorIs(t, <-served, ErrServerClosed)
+
+			rest, err := io.ReadAll(rd)
+			require.NoError(t, err)
+			require.Equal(t, ":7\r\n", string(rest))
+			_ = idle.SetReadDeadline(time.Now().Add(time.Second))
+			n, err := idle.Read(make([]byte, 1))
+			require.Equal(t, 0, n)
+			require.ErrorIs(t, err, io.EOF)
+		})
+	}
+}
