@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/panjf2000/gnet/v2"
@@ -19,8 +18,8 @@ type conn struct {
 	gc      gnet.Conn
 	loop    gnet.EventLoop
 	batcher *batcher // the loop's; nil when the store does not batch
-	guard   *guardReader
-	rd      *redcon.Reader
+	guard   guardReader
+	scanned int // bytes of gnet's input buffer the guard has seen
 	out     writer
 	id      int64
 	authed  bool
@@ -28,14 +27,14 @@ type conn struct {
 	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
 	quit    bool
 
-	// pending are commands read but not yet answered: they wait behind a
-	// busy run so that replies keep the order of requests.
-	pending []redcon.Command
-	// busy is set while store work of this connection is off the loop; the
-	// connection reads no input until it is back.
+	// busy is set while store work of this connection is off the loop;
+	// input waits in gnet's buffer, unparsed, until it is back, so replies
+	// keep the order of requests.
 	busy    bool
 	closed  bool       // closed by the loop; late results are dropped
-	runArgs [][][]byte // the PK run at the store
+	argsBuf [][]byte   // reused by the parser
+	runRaw  []byte     // the run at the store, copied out of gnet's buffer
+	runArgs [][][]byte // its commands, in runRaw
 	replies []commands.Reply
 
 	// handle is the connection for other goroutines (Shutdown wakes it);
@@ -55,24 +54,8 @@ const (
 
 func newConn(s *Server) *conn {
 	c := &conn{srv: s, id: s.nextID.Add(1), authed: s.cfg.Password == ""}
-	c.guard = &guardReader{r: inbound{c}, lim: c.limits}
-	c.rd = redcon.NewReader(c.guard)
+	c.guard.lim = c.limits
 	return c
-}
-
-// errDrained is inbound's "all received bytes are read": the event loop
-// calls again when more arrive.
-var errDrained = errors.New("no more input yet")
-
-// inbound reads what the event loop has received on the connection,
-// without blocking.
-type inbound struct{ c *conn }
-
-func (in inbound) Read(p []byte) (int, error) {
-	if n, _ := in.c.gc.Read(p); n > 0 {
-		return n, nil
-	}
-	return 0, errDrained
 }
 
 func (c *conn) limits() limits {
@@ -82,24 +65,49 @@ func (c *conn) limits() limits {
 	return limits{maxArgs: c.srv.cfg.MaxArgs, maxBulk: c.srv.cfg.MaxBulk}
 }
 
-// serve answers what the connection has received, in order, until it is all
-// answered or a run waits on the store; it writes the replies with one
-// write. It reports whether the connection is to be closed.
+// serve answers the commands in what the connection has received, in
+// order, parsing them in place in gnet's buffer, until all are answered or
+// a run waits on the store. It writes the replies with one write and
+// reports whether the connection is to be closed.
 func (c *conn) serve() (closeIt bool) {
-	for !c.busy && !c.quit {
-		if len(c.pending) == 0 {
-			cmds, err := c.rd.ReadCommands()
-			if errors.Is(err, errDrained) {
-				break
-			}
-			if err != nil {
-				c.readFailed(err)
-				c.flush()
-				return true
-			}
-			c.pending = cmds
+	buf, _ := c.gc.Peek(-1)
+	if c.scanned < len(buf) {
+		// Framing limits are checked on bytes as they arrive, before any
+		// request is parsed.
+		if msg := c.guard.scan(buf[c.scanned:]); msg != "" {
+			return c.fail(msg)
 		}
-		c.answer()
+		c.scanned = len(buf)
+	}
+	off := 0
+	for !c.busy && !c.quit && off < len(buf) {
+		if buf[off] == '$' {
+			// redcon would read this as Tile38's native framing; Redis
+			// knows no such request.
+			return c.fail("expected '*', got '$'")
+		}
+		complete, args, _, rest, err := redcon.ReadNextCommand(buf[off:], c.argsBuf)
+		if err != nil {
+			return c.fail(strings.TrimPrefix(err.Error(), "Protocol error: "))
+		}
+		if !complete {
+			break
+		}
+		start := off
+		off = len(buf) - len(rest)
+		c.argsBuf = args[:0]
+		switch {
+		case len(args) == 0: // an empty line or *0: nothing to answer
+		case c.toStoreOffLoop(args[0]):
+			off = c.runEnd(buf, off)
+			c.toStore(buf[start:off])
+		default:
+			c.dispatch(args)
+		}
+	}
+	if off > 0 { // Discard(0) would drop it all
+		_, _ = c.gc.Discard(off)
+		c.scanned -= off
 	}
 	if c.busy {
 		return false // flushed when it went busy; out is not the loop's now
@@ -112,7 +120,15 @@ func (c *conn) serve() (closeIt bool) {
 	return c.quit || c.srv.closing.Load()
 }
 
-// flush writes the replies built so far. gnet keeps what the socket does
+// fail answers a protocol error and has the connection closed, as Redis
+// does.
+func (c *conn) fail(msg string) bool {
+	c.out.err("ERR Protocol error: " + msg)
+	c.flush()
+	return true
+}
+
+// flush writes the replies built so far. gnet copies what the socket does
 // not take and sends it when the socket is writable.
 func (c *conn) flush() {
 	if len(c.out.b) == 0 {
@@ -125,56 +141,42 @@ func (c *conn) flush() {
 	c.out.b = c.out.b[:0]
 }
 
-// readFailed tells the client about a protocol error, as Redis does before
-// closing.
-func (c *conn) readFailed(err error) {
-	if errors.Is(err, errGuard) {
-		c.out.err("ERR Protocol error: " + c.guard.failure)
-		return
-	}
-	if msg := err.Error(); strings.HasPrefix(msg, "Protocol error") {
-		c.out.err("ERR " + msg)
-	}
+// toStoreOffLoop reports whether the command named name goes to the store
+// off the loop: a PK command after AUTH (before it, dispatch refuses it),
+// unless the store answers from memory and is called on the loop.
+func (c *conn) toStoreOffLoop(name []byte) bool {
+	return c.authed && !c.srv.cfg.InlineStore && c.srv.handler.IsPK(name)
 }
 
-// answer answers pending commands in order until none is left or a run of
-// them has gone off the loop.
-func (c *conn) answer() {
-	for len(c.pending) > 0 && !c.quit && !c.busy {
-		if n := c.pkRun(c.pending); n > 0 {
-			c.toStore(c.pending[:n])
-			c.pending = c.pending[n:]
-			return
+// runEnd extends a run of PK commands that starts before off over the
+// complete PK commands that follow it in buf; it returns the run's end.
+func (c *conn) runEnd(buf []byte, off int) int {
+	for off < len(buf) && buf[off] != '$' {
+		complete, args, _, rest, err := redcon.ReadNextCommand(buf[off:], c.argsBuf)
+		if err != nil || !complete || len(args) == 0 || !c.srv.handler.IsPK(args[0]) {
+			break
 		}
-		args := c.pending[0].Args
-		c.pending = c.pending[1:]
-		c.dispatch(args)
+		c.argsBuf = args[:0]
+		off = len(buf) - len(rest)
 	}
+	return off
 }
 
-// pkRun counts the PK commands at the start of cmds that go to the store
-// together, off the loop: none before AUTH (dispatch refuses them) and none
-// when the store answers from memory, which dispatch calls on the loop.
-func (c *conn) pkRun(cmds []redcon.Command) int {
-	if !c.authed || c.srv.cfg.InlineStore {
-		return 0
-	}
-	n := 0
-	for n < len(cmds) && c.srv.handler.IsPK(cmds[n].Args[0]) {
-		n++
-	}
-	return n
-}
-
-// toStore sends a run of PK commands to the store off the loop: to the
-// loop's batcher, which joins it with other connections' runs, or, for a
-// store that does not batch, on a goroutine of its own.
-func (c *conn) toStore(run []redcon.Command) {
-	c.srv.processed.Add(int64(len(run)))
+// toStore sends a run of PK commands, raw as received, to the store off
+// the loop: to the loop's batcher, which joins it with other connections'
+// runs, or, for a store that does not batch, on a goroutine of its own. The
+// run is copied first: gnet reuses its buffer once the loop reads again.
+func (c *conn) toStore(raw []byte) {
+	c.runRaw = append(c.runRaw[:0], raw...)
 	c.runArgs = c.runArgs[:0]
-	for _, cmd := range run {
-		c.runArgs = append(c.runArgs, cmd.Args)
+	for rest := c.runRaw; len(rest) > 0; {
+		var args [][]byte
+		_, args, _, rest, _ = redcon.ReadNextCommand(rest, nil) // parsed once already
+		if len(args) > 0 {
+			c.runArgs = append(c.runArgs, args)
+		}
 	}
+	c.srv.processed.Add(int64(len(c.runArgs)))
 	if c.batcher != nil {
 		c.goBusy()
 		c.batcher.submit(c)

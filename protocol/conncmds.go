@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"fmt"
 	"strconv"
@@ -45,11 +46,20 @@ func (c *conn) connCommand(args [][]byte) bool {
 		return true
 	}
 	if cmd.offLoop {
+		args = cloneArgs(args) // they point into gnet's buffer
 		c.offload(func() { cmd.run(c, args) })
 		return true
 	}
 	cmd.run(c, args)
 	return true
+}
+
+func cloneArgs(args [][]byte) [][]byte {
+	kept := make([][]byte, len(args))
+	for i, a := range args {
+		kept[i] = bytes.Clone(a)
+	}
+	return kept
 }
 
 // allowedBeforeAuth are the commands Redis lets through before AUTH.

@@ -1,14 +1,8 @@
 package protocol
 
 import (
-	"errors"
-	"io"
 	"strconv"
 )
-
-// errGuard is a framing limit broken by the client; the connection is closed
-// after the client is told why, as Redis does.
-var errGuard = errors.New("protocol limit")
 
 // limits are what a guard lets through. Before AUTH they are tight, as in
 // Redis ("unauthenticated multibulk length"), so that a stranger cannot make
@@ -26,20 +20,19 @@ const (
 	preAuthMaxBulk = 64 << 10
 )
 
-// guardReader watches the request framing as bytes arrive, before redcon's
-// reader buffers them: redcon grows its buffer to whatever a client sends, so
-// the length headers are checked here, and the connection refused, before
-// any of the announced bytes are read.
+// guardReader watches the request framing as bytes arrive, before they are
+// parsed: a request is parsed only once complete, so the length headers are
+// checked here, and the connection refused, before any of the announced
+// bytes are buffered. It also refuses negative lengths, which redcon's
+// parser does not check.
 type guardReader struct {
-	r   io.Reader
 	lim func() limits // current limits, which change at AUTH
 
-	state   guardState
-	line    []byte // header digits seen so far
-	args    int    // bulks left in the current request
-	skip    int    // bulk bytes (with CRLF) left to pass through
-	inline  int    // bytes of the current inline command
-	failure string // the protocol error to send to the client
+	state  guardState
+	line   []byte // header digits seen so far
+	args   int    // bulks left in the current request
+	skip   int    // bulk bytes (with CRLF) left to pass through
+	inline int    // bytes of the current inline command
 }
 
 type guardState uint8
@@ -55,20 +48,6 @@ const (
 
 // maxHeader bounds a length header ("*16\r\n", "$65536\r\n").
 const maxHeader = 20
-
-func (g *guardReader) Read(p []byte) (int, error) {
-	if g.failure != "" {
-		return 0, errGuard
-	}
-	n, err := g.r.Read(p)
-	if n > 0 {
-		if msg := g.scan(p[:n]); msg != "" {
-			g.failure = msg
-			return 0, errGuard
-		}
-	}
-	return n, err
-}
 
 // scan advances the framing state over b. It returns the protocol error to
 // send, or "". Malformed framing it leaves to redcon, which rejects it.
@@ -98,8 +77,10 @@ func (g *guardReader) scan(b []byte) string {
 			}
 			n, err := strconv.Atoi(string(trimCR(g.line)))
 			if err != nil || n < 0 {
-				g.state = atRequest // redcon answers the bad length itself
-				continue
+				if g.state == inArrayHeader {
+					return "invalid multibulk length"
+				}
+				return "invalid bulk length"
 			}
 			if g.state == inArrayHeader {
 				if n > lim.maxArgs {
@@ -117,6 +98,9 @@ func (g *guardReader) scan(b []byte) string {
 			}
 			g.skip, g.state = n+2, inBulkBody
 		case atBulkHeader:
+			if c != '$' {
+				return "expected '$', got '" + string([]byte{c}) + "'"
+			}
 			g.state, g.line = inBulkHeader, g.line[:0]
 		case inBulkBody:
 			take := min(g.skip, len(b)-i)

@@ -56,6 +56,11 @@ func TestGuard(t *testing.T) {
 		{"too many args after auth", "*1025\r\n", post, "invalid multibulk length"},
 		{"endless header", "*" + strings.Repeat("1", 30), post, "too big length header"},
 		{"endless inline line", strings.Repeat("P", 65537), pre, "too big inline request"},
+		{"negative bulk length", "*2\r\n$4\r\nPING\r\n$-2\r\n", post, "invalid bulk length"},
+		{"non-numeric bulk length", "*1\r\n$x\r\n", post, "invalid bulk length"},
+		{"negative multibulk length", "*-1\r\n", post, "invalid multibulk length"},
+		{"a bulk without its $", "*1\r\n+PING\r\n", post, "expected '$', got '+'"},
+		{"empty requests pass", "*0\r\n\r\n" + req("PING"), pre, ""},
 		{"second request checked too", req("PING") + "*17\r\n", pre, "unauthenticated multibulk length"},
 	}
 	for _, tt := range tests {
