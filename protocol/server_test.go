@@ -98,7 +98,8 @@ func TestPipelineOrder(t *testing.T) {
 	}
 	for name, p := range paths {
 		t.Run(name, func(t *testing.T) {
-			addr := serve(t, Config{InlineStore: p.inline}, p.h)
+			// Three loops: several batchers, connections spread over them.
+			addr := serve(t, Config{InlineStore: p.inline, EventLoops: 3}, p.h)
 			const clients, each = 8, 3000
 			var wg sync.WaitGroup
 			for cl := range clients {

@@ -180,6 +180,7 @@ func TestBadStart(t *testing.T) {
 		{[]string{"--expired-retention", "soon"}, "", `sidecar: invalid value "soon" for flag -expired-retention: parse error`},
 		{[]string{"--log-format", "xml"}, "", `sidecar: --log-format must be text or json, got "xml"`},
 		{[]string{"--log-level", "loud"}, "", `sidecar: --log-level must be debug, info, warn or error, got "loud"`},
+		{[]string{"--event-loops", "0"}, "", "sidecar: --event-loops must be between 1 and 256, got 0"},
 		{nil, "PK_MAX_CLIENTS=many", `sidecar: invalid value "many" for PK_MAX_CLIENTS: parse error`},
 		{[]string{"--backend", "nowhere"}, "", `sidecar: --backend "nowhere" has no scheme (want memory:, file:DIR, redis://…, mongodb://…)`},
 		{[]string{"--backend", "ftp://x"}, "", `sidecar: --backend "ftp://x": unknown scheme "ftp" (want memory, file, redis, rediss, redis+sentinel, redis+cluster, mongodb, mongodb+srv)`},

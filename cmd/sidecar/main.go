@@ -70,6 +70,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	srv := protocol.New(protocol.Config{
 		Password:   cfg.requirePass,
 		MaxClients: cfg.maxClients,
+		EventLoops: cfg.eventLoops,
 		// A bulk this far past the limits is a framing-level refusal (as
 		// Redis's proto-max-bulk-len); smaller ones get the limit's error.
 		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
