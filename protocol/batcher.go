@@ -56,7 +56,9 @@ func (b *batcher) run() {
 		}
 		b.mu.Lock()
 		conns := b.queue
-		b.queue = nil
+		// The resume below keeps conns until the loop runs it: a new slice,
+		// sized for a batch like this one.
+		b.queue = make([]*conn, 0, 2*len(conns))
 		b.mu.Unlock()
 		if len(conns) == 0 {
 			continue

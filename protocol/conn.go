@@ -35,6 +35,7 @@ type conn struct {
 	argsBuf [][]byte   // reused by the parser
 	runRaw  []byte     // the run at the store, copied out of gnet's buffer
 	runArgs [][][]byte // its commands, in runRaw
+	runFlat [][]byte   // the arguments of runArgs, one after the other
 	replies []commands.Reply
 
 	// handle is the connection for other goroutines (Shutdown wakes it);
@@ -168,12 +169,18 @@ func (c *conn) runEnd(buf []byte, off int) int {
 // run is copied first: gnet reuses its buffer once the loop reads again.
 func (c *conn) toStore(raw []byte) {
 	c.runRaw = append(c.runRaw[:0], raw...)
-	c.runArgs = c.runArgs[:0]
+	c.runArgs, c.runFlat = c.runArgs[:0], c.runFlat[:0]
 	for rest := c.runRaw; len(rest) > 0; {
 		var args [][]byte
-		_, args, _, rest, _ = redcon.ReadNextCommand(rest, nil) // parsed once already
+		_, args, _, rest, _ = redcon.ReadNextCommand(rest, c.argsBuf) // parsed once already
+		c.argsBuf = args[:0]
 		if len(args) > 0 {
-			c.runArgs = append(c.runArgs, args)
+			// All arguments of the run share runFlat; a command's slice
+			// of it stays valid when a later append moves it.
+			from := len(c.runFlat)
+			c.runFlat = append(c.runFlat, args...)
+			n := len(c.runFlat)
+			c.runArgs = append(c.runArgs, c.runFlat[from:n:n])
 		}
 	}
 	c.srv.processed.Add(int64(len(c.runArgs)))
