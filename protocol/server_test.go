@@ -25,8 +25,10 @@ type echoHandler struct {
 	batches bool
 	delay   time.Duration // each call or batch waits this long, as a store would
 
-	mu    sync.Mutex
-	sizes []int // commands per Batch call
+	mu      sync.Mutex
+	sizes   []int         // commands per Batch call
+	hold    chan struct{} // when set, Batch waits for it to close,
+	entered chan struct{} // after a send here
 }
 
 func (h *echoHandler) IsPK(name []byte) bool { return strings.EqualFold(string(name), "PK.ECHO") }
@@ -54,8 +56,13 @@ func (h *echoHandler) answer(args [][]byte) commands.Reply {
 func (h *echoHandler) Batch(_ context.Context, cmds [][][]byte, replies []commands.Reply) {
 	h.mu.Lock()
 	h.sizes = append(h.sizes, len(cmds))
+	hold, delay := h.hold, h.delay
 	h.mu.Unlock()
-	time.Sleep(h.delay)
+	if hold != nil {
+		h.entered <- struct{}{}
+		<-hold
+	}
+	time.Sleep(delay)
 	for i, args := range cmds {
 		replies[i] = h.answer(args)
 	}
@@ -68,6 +75,12 @@ func (readyPinger) Ping(context.Context) error { return nil }
 // serve starts a Server on a loopback port and returns its address.
 func serve(t *testing.T, cfg Config, h Handler) string {
 	t.Helper()
+	addr, _ := serveServer(t, cfg, h)
+	return addr
+}
+
+func serveServer(t *testing.T, cfg Config, h Handler) (string, *Server) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := New(cfg, h, readyPinger{})
@@ -79,7 +92,7 @@ func serve(t *testing.T, cfg Config, h Handler) string {
 		require.NoError(t, srv.Shutdown(ctx))
 		require.ErrorIs(t, <-done, ErrServerClosed)
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), srv
 }
 
 func echoReq(n int) string { return req("PK.ECHO", strconv.Itoa(n)) }
@@ -299,5 +312,55 @@ func TestMangledInput(t *testing.T) {
 		require.NoError(t, err, "after input %d: %q", i, b)
 		require.Equal(t, "-NOAUTH Authentication required.\r\n", line)
 		probe.Close()
+	}
+}
+
+// TestSlowStoreLeavesLoop: once a batch has taken longer than the budget,
+// the next ones run off the loop, which goes on answering other clients;
+// a fast batch brings them back.
+func TestSlowStoreLeavesLoop(t *testing.T) {
+	h := &echoHandler{batches: true, delay: 4 * onLoopBudget}
+	addr, srv := serveServer(t, Config{}, h)
+	a, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer b.Close()
+	_ = a.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = b.SetDeadline(time.Now().Add(10 * time.Second))
+	ra, rb := bufio.NewReader(a), bufio.NewReader(b)
+	expect := func(rd *bufio.Reader, want string) {
+		t.Helper()
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, want, line)
+	}
+
+	_, err = io.WriteString(a, echoReq(1)) // on the loop, and slow
+	require.NoError(t, err)
+	expect(ra, ":1\r\n")
+
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release() // a failure below must not leave the store held
+	h.mu.Lock()
+	h.hold, h.entered, h.delay = hold, make(chan struct{}, 1), 0
+	h.mu.Unlock()
+	_, err = io.WriteString(a, echoReq(2)) // off the loop, held at the store
+	require.NoError(t, err)
+	<-h.entered
+	_, err = io.WriteString(b, req("PING"))
+	require.NoError(t, err)
+	expect(rb, "+PONG\r\n") // the loop is free while a's batch waits
+	release()
+	expect(ra, ":2\r\n")
+
+	// that batch was fast: the next are back on the loop
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	require.Len(t, srv.batchers, 1)
+	for _, bt := range srv.batchers {
+		require.False(t, bt.offLoop.Load())
 	}
 }
