@@ -27,25 +27,12 @@ import (
 // the server against the CA Go's TLS trusts (SSL_CERT_FILE here), and
 // refuses a server it cannot verify.
 func TestRedisTLS(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server is not on PATH")
-		}
-		t.Skip("redis-server is not on PATH")
-	}
 	dir := t.TempDir()
 	caFile, certFile, keyFile, pool := writeTestPKI(t, dir)
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	srv := exec.Command("redis-server", "--port", "0", "--tls-port", fmt.Sprint(port),
-		"--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no",
+	port := freePort(t)
+	redisServer(t, "--port", "0", "--tls-port", fmt.Sprint(port), "--dir", dir,
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile,
 		"--tls-auth-clients", "no")
-	require.NoError(t, srv.Start())
-	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
 	admin := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Protocol: 2,
 		TLSConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}})
 	t.Cleanup(func() { admin.Close() })
@@ -73,6 +60,32 @@ func TestRedisTLS(t *testing.T) {
 		require.Contains(t, info, "certificate")
 		require.Equal(t, int64(0), admin.Exists(ctx(), "pk:{tls:k2}").Val())
 	})
+}
+
+// redisServer runs a redis-server of the test's own, one it may stop or
+// kill, on 127.0.0.1 without persistence; args add to that. Cleanup kills it.
+func redisServer(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not on PATH")
+		}
+		t.Skip("redis-server is not on PATH")
+	}
+	args = append([]string{"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)
+	srv := exec.Command("redis-server", args...)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	return srv
+}
+
+// freePort asks the kernel for a free port.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // writeTestPKI writes a CA and a server certificate for 127.0.0.1 signed by

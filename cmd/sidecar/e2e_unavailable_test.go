@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,4 +46,53 @@ func TestBackendDown(t *testing.T) {
 			check(t, c, "PONG", "PING")
 		})
 	}
+}
+
+// TestHungRedis: a Redis that stops answering (SIGSTOP) costs each command
+// -UNAVAILABLE within --backend-timeout, never :0, while other clients are
+// still answered: after one slow batch, batches leave the event loop. Once
+// Redis resumes, commands succeed again without a restart.
+func TestHungRedis(t *testing.T) {
+	port := freePort(t)
+	srv := redisServer(t, "--port", fmt.Sprint(port))
+	url := fmt.Sprintf("redis://127.0.0.1:%d", port)
+	s := start(t, "--backend", url, "--backend-timeout", "1s")
+	a, b := s.client(t, 2), s.client(t, 2)
+	require.Eventually(t, func() bool { return a.Do(ctx(), "PK.PREPARE", "hung", "k", "v").Err() == nil },
+		10*time.Second, 20*time.Millisecond)
+
+	require.NoError(t, srv.Process.Signal(syscall.SIGSTOP))
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = srv.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	unavailable := func(err error) {
+		t.Helper()
+		require.Error(t, err)
+		require.True(t, strings.HasPrefix(err.Error(), "UNAVAILABLE "), err.Error())
+	}
+	began := time.Now()
+	unavailable(a.Do(ctx(), "PK.PREPARE", "hung", "k2", "v").Err())
+	require.Less(t, time.Since(began), 3*time.Second)
+
+	done := make(chan error, 1)
+	go func() { done <- a.Do(ctx(), "PK.PREPARE", "hung", "k3", "v").Err() }()
+	time.Sleep(100 * time.Millisecond) // a's command is at the store, for up to 1s
+	check(t, b, "PONG", "PING")
+	select {
+	case err := <-done:
+		t.Fatalf("PING was answered only after the hung command (%v)", err)
+	default:
+	}
+	unavailable(<-done)
+
+	require.NoError(t, srv.Process.Signal(syscall.SIGCONT))
+	resumed = true
+	require.Eventually(t, func() bool {
+		n, err := a.Do(ctx(), "PK.PREPARE", "hung", "k4", "v").Int64()
+		return err == nil && n == 1
+	}, 10*time.Second, 50*time.Millisecond)
+	check(t, a, []any{"v", int64(-1)}, "PK.GETVALUE", "hung", "k")
 }
