@@ -114,39 +114,46 @@ func TestPipelineOrder(t *testing.T) {
 			// Three loops: several batchers, connections spread over them.
 			addr := serve(t, Config{InlineStore: p.inline, EventLoops: 3}, p.h)
 			const clients, each = 8, 3000
-			var wg sync.WaitGroup
-			for cl := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					nc, err := net.Dial("tcp", addr)
-					if !assertNoError(t, err) {
-						return
+			eachClient(t, addr, clients, func(cl int, nc net.Conn) {
+				var want strings.Builder
+				var stream strings.Builder
+				for i := range each {
+					n := cl*each + i
+					if i%97 == 0 {
+						stream.WriteString(req("PING"))
+						want.WriteString("+PONG\r\n")
 					}
-					defer nc.Close()
-					var want strings.Builder
-					var stream strings.Builder
-					for i := range each {
-						n := cl*each + i
-						if i%97 == 0 {
-							stream.WriteString(req("PING"))
-							want.WriteString("+PONG\r\n")
-						}
-						stream.WriteString(echoReq(n))
-						want.WriteString(":" + strconv.Itoa(n) + "\r\n")
-					}
-					go func() { _, _ = io.WriteString(nc, stream.String()) }()
-					_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
-					got := make([]byte, want.Len())
-					_, err = io.ReadFull(bufio.NewReader(nc), got)
-					if assertNoError(t, err) && string(got) != want.String() {
-						t.Errorf("client %d: replies out of order", cl)
-					}
-				}()
-			}
-			wg.Wait()
+					stream.WriteString(echoReq(n))
+					want.WriteString(":" + strconv.Itoa(n) + "\r\n")
+				}
+				go func() { _, _ = io.WriteString(nc, stream.String()) }()
+				_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+				got := make([]byte, want.Len())
+				_, err := io.ReadFull(bufio.NewReader(nc), got)
+				if assertNoError(t, err) && string(got) != want.String() {
+					t.Errorf("client %d: replies out of order", cl)
+				}
+			})
 		})
 	}
+}
+
+// eachClient runs fn for n connections to addr at once, and waits for all.
+func eachClient(t *testing.T, addr string, n int, fn func(i int, nc net.Conn)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.Dial("tcp", addr)
+			if !assertNoError(t, err) {
+				return
+			}
+			defer nc.Close()
+			fn(i, nc)
+		}()
+	}
+	wg.Wait()
 }
 
 func assertNoError(t *testing.T, err error) bool {
@@ -164,28 +171,17 @@ func TestBatchesJoinClients(t *testing.T) {
 	h := &echoHandler{batches: true, delay: 20 * time.Millisecond}
 	addr := serve(t, Config{}, h)
 	const clients = 16
-	var wg sync.WaitGroup
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nc, err := net.Dial("tcp", addr)
-			if !assertNoError(t, err) {
-				return
-			}
-			defer nc.Close()
-			_, err = io.WriteString(nc, echoReq(i))
-			assertNoError(t, err)
-			want := fmt.Sprintf(":%d\r\n", i)
-			got := make([]byte, len(want))
-			_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-			_, err = io.ReadFull(nc, got)
-			if assertNoError(t, err) {
-				require.Equal(t, want, string(got))
-			}
-		}()
-	}
-	wg.Wait()
+	eachClient(t, addr, clients, func(i int, nc net.Conn) {
+		_, err := io.WriteString(nc, echoReq(i))
+		assertNoError(t, err)
+		want := fmt.Sprintf(":%d\r\n", i)
+		got := make([]byte, len(want))
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadFull(nc, got)
+		if assertNoError(t, err) && string(got) != want {
+			t.Errorf("client %d got %q", i, got)
+		}
+	})
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	total := 0
