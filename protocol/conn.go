@@ -233,6 +233,10 @@ func (c *conn) resumeLater() {
 // resume goes on serving the connection once its off-loop work is done.
 func (c *conn) resume() {
 	c.busy = false
+	if cap(c.runRaw) > 1<<20 {
+		// do not pin a burst's copy for the connection's life
+		c.runRaw, c.runFlat, c.runArgs = nil, nil, nil
+	}
 	if c.closed {
 		return
 	}
