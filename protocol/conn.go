@@ -18,7 +18,7 @@ type conn struct {
 	gc      gnet.Conn
 	loop    gnet.EventLoop
 	batcher *batcher // the loop's; nil when the store does not batch
-	guard   guardReader
+	guard   framingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
 	out     writer
 	id      int64

@@ -20,12 +20,12 @@ const (
 	preAuthMaxBulk = 64 << 10
 )
 
-// guardReader watches the request framing as bytes arrive, before they are
+// framingGuard watches the request framing as bytes arrive, before they are
 // parsed: a request is parsed only once complete, so the length headers are
 // checked here, and the connection refused, before any of the announced
 // bytes are buffered. It also refuses negative lengths, which redcon's
 // parser does not check.
-type guardReader struct {
+type framingGuard struct {
 	lim func() limits // current limits, which change at AUTH
 
 	state  guardState
@@ -51,7 +51,7 @@ const maxHeader = 20
 
 // scan advances the framing state over b. It returns the protocol error to
 // send, or "". Malformed framing it leaves to redcon, which rejects it.
-func (g *guardReader) scan(b []byte) string {
+func (g *framingGuard) scan(b []byte) string {
 	lim := g.lim()
 	for i := 0; i < len(b); i++ {
 		c := b[i]

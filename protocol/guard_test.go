@@ -21,7 +21,7 @@ func req(args ...string) string {
 // scanAll feeds stream to a guard in pieces cut at random, as TCP may
 // deliver it, and returns the first refusal.
 func scanAll(stream string, lim limits, seed uint64) string {
-	g := &guardReader{lim: func() limits { return lim }}
+	g := &framingGuard{lim: func() limits { return lim }}
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for len(stream) > 0 {
 		n := 1 + rng.IntN(min(len(stream), 7))
