@@ -22,9 +22,11 @@ const (
 
 // framingGuard watches the request framing as bytes arrive, before they are
 // parsed: a request is parsed only once complete, so the length headers are
-// checked here, and the connection refused, before any of the announced
-// bytes are buffered. It also refuses negative lengths, which redcon's
-// parser does not check.
+// checked here, and the connection refused, on the read that brings them
+// (at most one 64 KiB read of the announced bytes is held). It also refuses
+// negative lengths, which redcon's parser does not check. While a
+// connection's run is at the store its input is not scanned but bounded by
+// the inbound limit (loop.go); a connection before AUTH never has a run.
 type framingGuard struct {
 	lim func() limits // current limits, which change at AUTH
 
