@@ -11,8 +11,8 @@ import (
 )
 
 // conn is one client connection. It lives on its event loop: every field is
-// touched only there, except while busy, when the goroutine doing the
-// connection's off-loop work owns out and runArgs (see offload).
+// touched only there. While the connection is busy, out and runArgs belong
+// to the store work under way (the batcher's, or a goroutine's: offload).
 type conn struct {
 	srv     *Server
 	gc      gnet.Conn
@@ -27,9 +27,9 @@ type conn struct {
 	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
 	quit    bool
 
-	// busy is set while store work of this connection is off the loop;
-	// input waits in gnet's buffer, unparsed, until it is back, so replies
-	// keep the order of requests.
+	// busy is set while a run of this connection is with the store; input
+	// waits in gnet's buffer, unparsed, until its replies are written, so
+	// replies keep the order of requests.
 	busy    bool
 	closed  bool       // closed by the loop; late results are dropped
 	argsBuf [][]byte   // reused by the parser
@@ -99,7 +99,7 @@ func (c *conn) serve() (closeIt bool) {
 		c.argsBuf = args[:0]
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
-		case c.toStoreOffLoop(args[0]):
+		case c.batched(args[0]):
 			off = c.runEnd(buf, off)
 			c.toStore(buf[start:off])
 		default:
@@ -142,10 +142,10 @@ func (c *conn) flush() {
 	c.out.b = c.out.b[:0]
 }
 
-// toStoreOffLoop reports whether the command named name goes to the store
-// off the loop: a PK command after AUTH (before it, dispatch refuses it),
-// unless the store answers from memory and is called on the loop.
-func (c *conn) toStoreOffLoop(name []byte) bool {
+// batched reports whether the command named name goes to the store in a
+// run: a PK command after AUTH (before it, dispatch refuses it), unless the
+// store answers from memory, which dispatch calls directly.
+func (c *conn) batched(name []byte) bool {
 	return c.authed && !c.srv.cfg.InlineStore && c.srv.handler.IsPK(name)
 }
 
@@ -163,10 +163,10 @@ func (c *conn) runEnd(buf []byte, off int) int {
 	return off
 }
 
-// toStore sends a run of PK commands, raw as received, to the store off
-// the loop: to the loop's batcher, which joins it with other connections'
-// runs, or, for a store that does not batch, on a goroutine of its own. The
-// run is copied first: gnet reuses its buffer once the loop reads again.
+// toStore sends a run of PK commands, raw as received, to the store: to the
+// loop's batcher, which joins it with other connections' runs, or, for a
+// store that does not batch, on a goroutine of its own. The run is copied
+// first: gnet reuses its buffer once the loop reads again.
 func (c *conn) toStore(raw []byte) {
 	c.runRaw = append(c.runRaw[:0], raw...)
 	c.runArgs, c.runFlat = c.runArgs[:0], c.runFlat[:0]
@@ -213,7 +213,7 @@ func (c *conn) offload(work func()) {
 	}()
 }
 
-// goBusy hands the connection to off-loop work: the replies so far are
+// goBusy hands the connection to store work: the replies so far are
 // written first, since out then belongs to that work until resume.
 func (c *conn) goBusy() {
 	c.flush()
@@ -230,7 +230,7 @@ func (c *conn) resumeLater() {
 	// An error means the loops are stopping; they close the connection.
 }
 
-// resume goes on serving the connection once its off-loop work is done.
+// resume goes on serving the connection once its store work is done.
 func (c *conn) resume() {
 	c.busy = false
 	if cap(c.runRaw) > 1<<20 {
