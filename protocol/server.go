@@ -8,7 +8,7 @@
 // writes, with no goroutine per connection. A request costs a read and a
 // write, where a goroutine per connection also paid a read that finds the
 // socket empty, a park and a wake-up; at pipeline 1 that was half the CPU.
-// Commands that wait on a backend leave the loop (see batcher).
+// Commands that wait on a backend go to it in batches (see batcher).
 package protocol
 
 import (
@@ -67,7 +67,8 @@ type Config struct {
 	// Backend names the backend kind for INFO (memory, file, redis, mongodb).
 	Backend string
 	// InlineStore says the store answers from memory without waiting, so
-	// PK commands run on the event loop; otherwise they leave it.
+	// PK commands are answered as they are read; otherwise they go to the
+	// store in batches (see batcher).
 	InlineStore bool
 	Logger      *slog.Logger
 }
