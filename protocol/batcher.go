@@ -74,12 +74,10 @@ func (b *batcher) submit(c *conn) {
 func (b *batcher) runOnLoop(context.Context) error {
 	conns := b.onLoop
 	b.onLoop = make([]*conn, 0, 2*len(conns))
-	if b.send(conns) > onLoopBudget {
+	if sendRuns(b.handler, conns) > onLoopBudget {
 		b.offLoop.Store(true)
 	}
-	for _, c := range conns {
-		c.resume()
-	}
+	resumeAll(conns)
 	return nil
 }
 
@@ -100,22 +98,20 @@ func (b *batcher) run() {
 		if len(conns) == 0 {
 			continue
 		}
-		if b.send(conns) <= onLoopBudget {
+		if sendRuns(b.handler, conns) <= onLoopBudget {
 			b.offLoop.Store(false)
 		}
 		_ = b.loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			for _, c := range conns {
-				c.resume()
-			}
+			resumeAll(conns)
 			return nil
 		}))
 		// An error means the loops are stopping; they close the connections.
 	}
 }
 
-// send runs the runs of conns as one Handler.Batch and writes each reply to
-// its connection's out. It returns how long the store took.
-func (b *batcher) send(conns []*conn) time.Duration {
+// sendRuns runs the runs of conns as one Handler.Batch and writes each
+// reply to its connection's out. It returns how long the store took.
+func sendRuns(h Handler, conns []*conn) time.Duration {
 	n := 0
 	for _, c := range conns {
 		n += len(c.runArgs)
@@ -126,7 +122,7 @@ func (b *batcher) send(conns []*conn) time.Duration {
 	}
 	replies := make([]commands.Reply, n)
 	began := time.Now()
-	b.handler.Batch(context.Background(), cmds, replies)
+	h.Batch(context.Background(), cmds, replies)
 	took := time.Since(began)
 	i := 0
 	for _, c := range conns {
@@ -136,6 +132,12 @@ func (b *batcher) send(conns []*conn) time.Duration {
 		}
 	}
 	return took
+}
+
+func resumeAll(conns []*conn) {
+	for _, c := range conns {
+		c.resume()
+	}
 }
 
 func (b *batcher) close() { close(b.stop) }

@@ -33,10 +33,9 @@ type conn struct {
 	busy    bool
 	closed  bool       // closed by the loop; late results are dropped
 	argsBuf [][]byte   // reused by the parser
-	runRaw  []byte     // the run at the store, copied out of gnet's buffer
-	runArgs [][][]byte // its commands, in runRaw
-	runFlat [][]byte   // the arguments of runArgs, one after the other
-	replies []commands.Reply
+	runRaw  []byte     // the arguments of the run at the store, copied out of gnet's buffer
+	runFlat [][]byte   // those arguments, one after the other
+	runArgs [][][]byte // the run's commands, each a slice of runFlat
 
 	// handle is the connection for other goroutines (Shutdown wakes it);
 	// it is set under Server.mu once the loop has opened the connection.
@@ -94,14 +93,15 @@ func (c *conn) serve() (closeIt bool) {
 		if !complete {
 			break
 		}
-		start := off
 		off = len(buf) - len(rest)
 		c.argsBuf = args[:0]
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
 		case c.batched(args[0]):
-			off = c.runEnd(buf, off)
-			c.toStore(buf[start:off])
+			c.runRaw, c.runFlat, c.runArgs = c.runRaw[:0], c.runFlat[:0], c.runArgs[:0]
+			c.keep(args)
+			off = c.extendRun(buf, off)
+			c.toStore()
 		default:
 			c.dispatch(args)
 		}
@@ -149,56 +149,46 @@ func (c *conn) batched(name []byte) bool {
 	return c.authed && !c.srv.cfg.InlineStore && c.srv.handler.IsPK(name)
 }
 
-// runEnd extends a run of PK commands that starts before off over the
-// complete PK commands that follow it in buf; it returns the run's end.
-func (c *conn) runEnd(buf []byte, off int) int {
+// extendRun adds to the run the complete PK commands that follow it in buf
+// from off; it returns where the run ends.
+func (c *conn) extendRun(buf []byte, off int) int {
 	for off < len(buf) && buf[off] != '$' {
 		complete, args, _, rest, err := redcon.ReadNextCommand(buf[off:], c.argsBuf)
 		if err != nil || !complete || len(args) == 0 || !c.srv.handler.IsPK(args[0]) {
 			break
 		}
 		c.argsBuf = args[:0]
+		c.keep(args)
 		off = len(buf) - len(rest)
 	}
 	return off
 }
 
-// toStore sends a run of PK commands, raw as received, to the store: to the
-// loop's batcher, which joins it with other connections' runs, or, for a
-// store that does not batch, on a goroutine of its own. The run is copied
-// first: gnet reuses its buffer once the loop reads again.
-func (c *conn) toStore(raw []byte) {
-	c.runRaw = append(c.runRaw[:0], raw...)
-	c.runArgs, c.runFlat = c.runArgs[:0], c.runFlat[:0]
-	for rest := c.runRaw; len(rest) > 0; {
-		var args [][]byte
-		_, args, _, rest, _ = redcon.ReadNextCommand(rest, c.argsBuf) // parsed once already
-		c.argsBuf = args[:0]
-		if len(args) > 0 {
-			// All arguments of the run share runFlat; a command's slice
-			// of it stays valid when a later append moves it.
-			from := len(c.runFlat)
-			c.runFlat = append(c.runFlat, args...)
-			n := len(c.runFlat)
-			c.runArgs = append(c.runArgs, c.runFlat[from:n:n])
-		}
+// keep adds a command to the run, copying its arguments out of gnet's
+// buffer, which the loop reuses once it reads again. An argument's slice
+// stays valid when a later append moves runRaw or runFlat.
+func (c *conn) keep(args [][]byte) {
+	from := len(c.runFlat)
+	for _, a := range args {
+		at := len(c.runRaw)
+		c.runRaw = append(c.runRaw, a...)
+		c.runFlat = append(c.runFlat, c.runRaw[at:len(c.runRaw):len(c.runRaw)])
 	}
+	n := len(c.runFlat)
+	c.runArgs = append(c.runArgs, c.runFlat[from:n:n])
+}
+
+// toStore sends the run (runArgs) to the store: to the loop's batcher,
+// which joins it with other connections' runs, or, for a store that does
+// not batch, on a goroutine of its own.
+func (c *conn) toStore() {
 	c.srv.processed.Add(int64(len(c.runArgs)))
 	if c.batcher != nil {
 		c.goBusy()
 		c.batcher.submit(c)
 		return
 	}
-	c.offload(func() {
-		if cap(c.replies) < len(c.runArgs) {
-			c.replies = make([]commands.Reply, len(c.runArgs))
-		}
-		replies := c.replies[:len(c.runArgs)]
-		c.srv.handler.Batch(context.Background(), c.runArgs, replies)
-		for _, r := range replies {
-			c.out.reply(r)
-		}
-	})
+	c.offload(func() { sendRuns(c.srv.handler, []*conn{c}) })
 }
 
 // offload runs work that may wait on the backend on a goroutine, so that
