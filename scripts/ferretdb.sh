@@ -11,6 +11,7 @@
 # a hash of its sources and the Go version: a cold build takes minutes.
 # When MONGO_URI is set the tests use that server, so nothing is started.
 set -euo pipefail
+. "$(dirname "$0")/pidfile.sh"
 
 usage() { echo "usage: $0 up|down DIR" >&2; exit 2; }
 [[ $# -eq 2 ]] || usage
@@ -72,17 +73,8 @@ up() {
 }
 
 down() {
-	local pid
-	[[ -f $dir/ferretdb.pid ]] || return 0
-	pid=$(cat "$dir/ferretdb.pid")
-	if kill "$pid" 2>/dev/null; then
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	rm -rf "$dir/ferretdb.pid" "$dir/ferretdb.uri" "$dir/ferretdb-data"
+	stop_pidfile "$dir/ferretdb.pid"
+	rm -rf "$dir/ferretdb.uri" "$dir/ferretdb-data"
 }
 
 case $cmd in

@@ -14,6 +14,7 @@
 # redis-tools). Sentinel runs as redis-server --sentinel, so the separate
 # redis-sentinel package is not needed. Logs go to DIR/*/redis.log.
 set -euo pipefail
+. "$(dirname "$0")/pidfile.sh"
 
 usage() { echo "usage: $0 up|down DIR" >&2; exit 2; }
 [ $# -eq 2 ] || usage
@@ -73,7 +74,7 @@ start_server() {
       echo "$port"
       return 0
     fi
-    stop_one "$dir/$name/redis.pid"
+    stop_pidfile "$dir/$name/redis.pid"
     log "$name did not start on port $port, retrying"
   done
   log "$name did not start; see $dir/$name/redis.log"
@@ -103,26 +104,11 @@ CONF
       echo "$port"
       return 0
     fi
-    stop_one "$dir/$name/redis.pid"
+    stop_pidfile "$dir/$name/redis.pid"
     log "$name did not start on port $port, retrying"
   done
   log "$name did not start; see $dir/$name/redis.log"
   return 1
-}
-
-# stop_one PIDFILE: stops the server of that pid file, waiting for its exit.
-stop_one() {
-  local pid
-  [ -f "$1" ] || return 0
-  pid=$(cat "$1")
-  if kill "$pid" 2>/dev/null; then
-    for _ in $(seq 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$1"
 }
 
 up() {
@@ -177,7 +163,7 @@ down() {
   [ -d "$dir" ] || return 0
   local f
   for f in "$dir"/*/redis.pid; do
-    [ -e "$f" ] && stop_one "$f"
+    [ -e "$f" ] && stop_pidfile "$f"
   done
   log "down in $dir"
 }
