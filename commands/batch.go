@@ -38,9 +38,32 @@ func (h *Handler) Batch(ctx context.Context, cmds [][][]byte, replies []Reply) {
 		}
 		return
 	}
-	specs := make([]*Spec, len(cmds))
-	ops := make([]backend.Op, 0, len(cmds))
-	at := make([]int, 0, len(cmds)) // at[k] is the command of ops[k]
+	calls := h.Calls(cmds, replies)
+	if len(calls.Ops) == 0 {
+		return
+	}
+	res := make([]backend.Result, len(calls.Ops))
+	b.Batch(ctx, calls.Ops, res)
+	calls.Answer(res, replies)
+}
+
+// Calls are the store calls of a batch of PK commands, parsed and
+// validated, for a caller that takes them to the store itself (package
+// protocol writes them to its own Redis connection).
+type Calls struct {
+	Ops   []backend.Op
+	specs []*Spec // specs[k] is the command of Ops[k]
+	at    []int   // at[k] is the index in the batch of Ops[k]
+}
+
+// Calls parses cmds into store calls. The commands refused by validation
+// are answered in replies now; the others have an op in Ops, in order.
+func (h *Handler) Calls(cmds [][][]byte, replies []Reply) Calls {
+	c := Calls{
+		Ops:   make([]backend.Op, 0, len(cmds)),
+		specs: make([]*Spec, 0, len(cmds)),
+		at:    make([]int, 0, len(cmds)),
+	}
 	for i, args := range cmds {
 		spec := h.lookup(args[0])
 		if spec == nil {
@@ -52,16 +75,20 @@ func (h *Handler) Batch(ctx context.Context, cmds [][][]byte, replies []Reply) {
 			replies[i] = r
 			continue
 		}
-		specs[i] = spec
-		ops = append(ops, op)
-		at = append(at, i)
+		c.Ops = append(c.Ops, op)
+		c.specs = append(c.specs, spec)
+		c.at = append(c.at, i)
 	}
-	if len(ops) == 0 {
-		return
-	}
-	res := make([]backend.Result, len(ops))
-	b.Batch(ctx, ops, res)
-	for k, i := range at {
-		replies[i] = finish(specs[i], res[k])
+	return c
+}
+
+// Index is the index in the batch of the command of Ops[k].
+func (c Calls) Index(k int) int { return c.at[k] }
+
+// Answer writes the reply of each command of Ops from res[k], the store's
+// result for Ops[k].
+func (c Calls) Answer(res []backend.Result, replies []Reply) {
+	for k, i := range c.at {
+		replies[i] = finish(c.specs[k], res[k])
 	}
 }
