@@ -47,30 +47,39 @@ func (s *Store) Batch(ctx context.Context, ops []Op, res []Result) {
 	for i := range ops {
 		op := &ops[i]
 		res[i] = Result{}
-		switch op.Kind {
-		case OpPrepare:
-			calls = append(calls, s.prepareCall(s.keys.recordKey(op.NS, op.Key), op.Value, op.Exp))
-		case OpGet:
-			calls = append(calls, s.getCall(s.keys.recordKey(op.NS, op.Key)))
-		case OpRollback:
-			calls = append(calls, s.rollbackCall(s.keys.recordKey(op.NS, op.Key), op.Cond))
-		case OpReprepare:
-			calls = append(calls, s.reprepareCall(s.keys.recordKey(op.NS, op.Key), op.Value, op.Cond, op.Exp))
-		case OpMove:
-			nk, ok := s.keys.recordKey(op.NS, op.Key), s.keys.recordKey(op.NS, op.OldKey)
-			if s.composed && slot(nk) != slot(ok) {
+		if op.Kind == OpMove && s.composed {
+			if nk, ok := s.keys.recordKey(op.NS, op.Key), s.keys.recordKey(op.NS, op.OldKey); slot(nk) != slot(ok) {
 				flush()
 				res[i].Move, res[i].Err = s.moveAcross(ctx, nk, op.Value, ok, op.OldValue, op.Exp)
 				continue
 			}
-			calls = append(calls, s.moveCall(nk, op.Value, ok, op.OldValue, op.Exp))
-		default:
-			res[i].Err = fmt.Errorf("redis: batch: unknown op kind %d", op.Kind)
+		}
+		cl, err := s.callFor(op)
+		if err != nil {
+			res[i].Err = err
 			continue
 		}
+		calls = append(calls, cl)
 		at = append(at, i)
 	}
 	flush()
+}
+
+// callFor is the one script run of op.
+func (s *Store) callFor(op *Op) (call, error) {
+	switch op.Kind {
+	case OpPrepare:
+		return s.prepareCall(s.keys.recordKey(op.NS, op.Key), op.Value, op.Exp), nil
+	case OpGet:
+		return s.getCall(s.keys.recordKey(op.NS, op.Key)), nil
+	case OpRollback:
+		return s.rollbackCall(s.keys.recordKey(op.NS, op.Key), op.Cond), nil
+	case OpReprepare:
+		return s.reprepareCall(s.keys.recordKey(op.NS, op.Key), op.Value, op.Cond, op.Exp), nil
+	case OpMove:
+		return s.moveCall(s.keys.recordKey(op.NS, op.Key), op.Value, s.keys.recordKey(op.NS, op.OldKey), op.OldValue, op.Exp), nil
+	}
+	return call{}, fmt.Errorf("redis: batch: unknown op kind %d", op.Kind)
 }
 
 // runBatch sends calls as one pipeline and decodes the replies into res.

@@ -1,0 +1,226 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// Wire is the store's requests and replies in RESP, for a caller that
+// drives its own connection to Redis: package protocol writes the EVALSHA
+// of a batch from its event loop and reads the replies there when they
+// arrive, so no goroutine waits on Redis and the loop serves other clients
+// meanwhile. The scripts, keys and error wording are the Store's; only the
+// transport differs from Batch.
+type Wire struct{ s *Store }
+
+// Wire returns the store's Wire, or nil when the caller must use Batch: a
+// Sentinel or Cluster topology (the client follows failovers and slots)
+// and TLS are the rueidis client's to handle.
+func (s *Store) Wire() *Wire {
+	if s.target.topology != Standalone || s.target.tls != nil {
+		return nil
+	}
+	return &Wire{s}
+}
+
+// Dial opens a connection to Redis ready for Append's requests: logged in,
+// on the URL's database, with the scripts loaded so that its first
+// requests find them.
+func (w *Wire) Dial(ctx context.Context) (net.Conn, error) {
+	t := w.s.target
+	d := net.Dialer{Timeout: w.s.timeout}
+	nc, err := d.DialContext(ctx, "tcp", t.addrs[0])
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", t.describe(), err)
+	}
+	if err := w.handshake(ctx, nc); err != nil {
+		_ = nc.Close()
+		return nil, fmt.Errorf("connect to %s: %w", t.describe(), err)
+	}
+	return nc, nil
+}
+
+func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
+	t := w.s.target
+	deadline := time.Now().Add(w.s.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := nc.SetDeadline(deadline); err != nil {
+		return err
+	}
+	var req []byte
+	n := 0
+	cmd := func(args ...string) {
+		req = redcon.AppendArray(req, len(args))
+		for _, a := range args {
+			req = redcon.AppendBulkString(req, a)
+		}
+		n++
+	}
+	switch {
+	case t.username != "":
+		cmd("AUTH", t.username, t.password)
+	case t.password != "":
+		cmd("AUTH", t.password)
+	}
+	if t.db != 0 {
+		cmd("SELECT", strconv.Itoa(t.db))
+	}
+	cmd("CLIENT", "SETNAME", "prepkey")
+	for _, sc := range w.s.scripts.all() {
+		cmd("SCRIPT", "LOAD", sc.src)
+	}
+	if _, err := nc.Write(req); err != nil {
+		return err
+	}
+	var buf []byte
+	chunk := make([]byte, 4096)
+	for n > 0 {
+		m, r := redcon.ReadNextRESP(buf)
+		if m == 0 {
+			k, err := nc.Read(chunk)
+			if err != nil {
+				if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+					return &noAnswerError{after: w.s.timeout, err: err}
+				}
+				return err
+			}
+			buf = append(buf, chunk[:k]...)
+			continue
+		}
+		if r.Type == redcon.Error {
+			return errors.New(string(r.Data))
+		}
+		buf, n = buf[m:], n-1
+	}
+	return nc.SetDeadline(time.Time{})
+}
+
+// Append appends the request of op: EVALSHA of its script.
+func (w *Wire) Append(dst []byte, op backend.Op) []byte {
+	cl, err := w.s.callFor(&op)
+	if err != nil {
+		// Not an op of package backend: Read answers it as a failure, so
+		// the request is one that fails on Redis too.
+		return redcon.AppendArray(dst, 0)
+	}
+	dst = redcon.AppendArray(dst, 3+len(cl.keys)+len(cl.args))
+	dst = redcon.AppendBulkString(dst, "EVALSHA")
+	dst = redcon.AppendBulkString(dst, cl.sc.sha)
+	dst = redcon.AppendBulkInt(dst, int64(len(cl.keys)))
+	for _, k := range cl.keys {
+		dst = redcon.AppendBulkString(dst, k)
+	}
+	for _, a := range cl.args {
+		dst = redcon.AppendBulkString(dst, a)
+	}
+	return dst
+}
+
+// Read decodes the reply to op's request at the start of b. n is 0 while b
+// holds no complete reply. again reports NOSCRIPT: the script did not run
+// (Redis restarted or its cache was flushed) and op is to go through Batch,
+// which loads it again. A Redis error reply (LOADING, READONLY, OOM…) is a
+// failure in res.Err, worded as Batch words it.
+func (w *Wire) Read(b []byte, op backend.Op) (n int, res backend.Result, again bool) {
+	n, r := redcon.ReadNextRESP(b)
+	if n == 0 {
+		return 0, res, false
+	}
+	name := opName(op.Kind)
+	if r.Type == redcon.Error {
+		msg := string(r.Data)
+		if strings.HasPrefix(msg, "NOSCRIPT") {
+			return n, res, true
+		}
+		return n, backend.Result{Err: w.s.fail(context.Background(), name, errors.New(msg))}, false
+	}
+	var err error
+	switch op.Kind {
+	case backend.OpGet:
+		res.Record, res.Found, err = respGet(r)
+	case backend.OpMove:
+		var c int64
+		if c, err = respCode(r, 2); err == nil {
+			res.Move = [...]backend.MoveResult{backend.NewKeyTaken, backend.Moved, backend.OldKeyMismatch}[c]
+		}
+	default:
+		var c int64
+		c, err = respCode(r, 1)
+		res.OK = c == 1
+	}
+	if err != nil {
+		return n, backend.Result{Err: w.s.fail(context.Background(), name, err)}, false
+	}
+	return n, res, false
+}
+
+// Lost is the failure of op when the connection went before its reply
+// came: the op may or may not have run.
+func (w *Wire) Lost(op backend.Op, cause error) error {
+	return w.s.fail(context.Background(), opName(op.Kind), fmt.Errorf("connection to %s lost: %w", w.s.target.describe(), cause))
+}
+
+// Late is the cause Lost reports when Redis did not answer within the
+// timeout.
+func (w *Wire) Late() error { return &noAnswerError{after: w.s.timeout, err: context.DeadlineExceeded} }
+
+// Timeout is --backend-timeout: how long a reply may take.
+func (w *Wire) Timeout() time.Duration { return w.s.timeout }
+
+func opName(k backend.OpKind) string {
+	switch k {
+	case backend.OpPrepare:
+		return "prepare"
+	case backend.OpGet:
+		return "get"
+	case backend.OpRollback:
+		return "rollback"
+	case backend.OpReprepare:
+		return "reprepare"
+	default:
+		return "move"
+	}
+}
+
+// respCode reads a script's integer answer, at most valid.
+func respCode(r redcon.RESP, valid int64) (int64, error) {
+	if r.Type != redcon.Integer {
+		return 0, fmt.Errorf("unexpected reply %q", r.Raw)
+	}
+	n := r.Int()
+	if n < 0 || n > valid {
+		return 0, fmt.Errorf("unexpected reply %q", r.Raw)
+	}
+	return n, nil
+}
+
+// respGet reads get.lua's nil or {value, ttlAt, live}, as decodeGet.
+func respGet(r redcon.RESP) (backend.Record, bool, error) {
+	if r.Type == redcon.Bulk && r.Data == nil {
+		return backend.Record{}, false, nil
+	}
+	var items []redcon.RESP
+	if r.Type == redcon.Array {
+		r.ForEach(func(e redcon.RESP) bool { items = append(items, e); return true })
+	}
+	if len(items) != 3 || items[0].Type != redcon.Bulk || items[1].Type != redcon.Bulk || items[2].Type != redcon.Integer {
+		return backend.Record{}, false, fmt.Errorf("unexpected reply %q", r.Raw)
+	}
+	ttlAt, err := strconv.ParseInt(string(items[1].Data), 10, 64)
+	if err != nil {
+		return backend.Record{}, false, fmt.Errorf("unexpected reply %q", r.Raw)
+	}
+	value := append([]byte{}, items[0].Data...)
+	return backend.Record{Value: value, TTLAt: ttlAt, Live: items[2].Int() == 1}, true, nil
+}

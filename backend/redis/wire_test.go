@@ -1,0 +1,235 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/backend/storetest"
+)
+
+// wireStore is a commands.Store that takes every call over the store's
+// Wire, on connections of its own, the way package protocol does from its
+// event loops (one request, then its reply). So the conformance suite
+// checks the Wire's requests and the decoding of every reply.
+type wireStore struct {
+	*Store
+	w     *Wire
+	conns chan net.Conn
+}
+
+func newWireStore(t *testing.T, s *Store) *wireStore {
+	t.Helper()
+	w := s.Wire()
+	require.NotNil(t, w)
+	ws := &wireStore{Store: s, w: w, conns: make(chan net.Conn, 16)}
+	t.Cleanup(func() {
+		close(ws.conns)
+		for c := range ws.conns {
+			_ = c.Close()
+		}
+	})
+	return ws
+}
+
+func (ws *wireStore) do(ctx context.Context, op backend.Op) backend.Result {
+	var nc net.Conn
+	select {
+	case nc = <-ws.conns:
+	default:
+		var err error
+		if nc, err = ws.w.Dial(ctx); err != nil {
+			return backend.Result{Err: err}
+		}
+	}
+	if _, err := nc.Write(ws.w.Append(nil, op)); err != nil {
+		_ = nc.Close()
+		return backend.Result{Err: ws.w.Lost(op, err)}
+	}
+	var buf []byte
+	chunk := make([]byte, 4096)
+	for {
+		n, res, again := ws.w.Read(buf, op)
+		if n > 0 {
+			select {
+			case ws.conns <- nc:
+			default:
+				_ = nc.Close()
+			}
+			if n != len(buf) {
+				return backend.Result{Err: fmt.Errorf("%d bytes after the reply", len(buf)-n)}
+			}
+			if again {
+				res := make([]backend.Result, 1)
+				ws.Batch(ctx, []backend.Op{op}, res)
+				return res[0]
+			}
+			return res
+		}
+		k, err := nc.Read(chunk)
+		if err != nil {
+			_ = nc.Close()
+			return backend.Result{Err: ws.w.Lost(op, err)}
+		}
+		buf = append(buf, chunk[:k]...)
+	}
+}
+
+func (ws *wireStore) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+	r := ws.do(ctx, backend.Op{Kind: backend.OpPrepare, NS: ns, Key: key, Value: value, Exp: exp})
+	return r.OK, r.Err
+}
+
+func (ws *wireStore) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
+	r := ws.do(ctx, backend.Op{Kind: backend.OpGet, NS: ns, Key: key})
+	return r.Record, r.Found, r.Err
+}
+
+func (ws *wireStore) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
+	r := ws.do(ctx, backend.Op{Kind: backend.OpRollback, NS: ns, Key: key, Cond: ifeq})
+	return r.OK, r.Err
+}
+
+func (ws *wireStore) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
+	r := ws.do(ctx, backend.Op{Kind: backend.OpReprepare, NS: ns, Key: key, Value: value, Cond: ifeq, Exp: exp})
+	return r.OK, r.Err
+}
+
+func (ws *wireStore) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+	r := ws.do(ctx, backend.Op{Kind: backend.OpMove, NS: ns, Key: newKey, Value: newValue, OldKey: oldKey, OldValue: oldValue, Exp: exp})
+	return r.Move, r.Err
+}
+
+func TestConformanceWireMiniredis(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		f := startFake(t)
+		s := openStore(t, f.url(), Config{Options: opts})
+		return storetest.Harness{Store: newWireStore(t, s), Now: f.clock, Advance: f.advance}
+	})
+}
+
+func TestConformanceWireStandalone(t *testing.T) {
+	t.Parallel()
+	url := serverURL(t, envStandalone)
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		return storetest.Harness{Store: newWireStore(t, openStore(t, url, Config{Options: opts}))}
+	})
+}
+
+// TestWireRead decodes every kind of reply a script gives, and the ones it
+// must not take for an answer: a partial reply waits, a Redis error or an
+// unexpected reply is a failure, never a false.
+func TestWireRead(t *testing.T) {
+	s := openStore(t, "redis://127.0.0.1:1", Config{})
+	w := s.Wire()
+	prepare := backend.Op{Kind: backend.OpPrepare}
+	get := backend.Op{Kind: backend.OpGet}
+	move := backend.Op{Kind: backend.OpMove}
+	rows := []struct {
+		name  string
+		op    backend.Op
+		reply string
+		want  backend.Result
+		err   string // the failure's message, when there is one
+		again bool
+	}{
+		{"won", prepare, ":1\r\n", backend.Result{OK: true}, "", false},
+		{"lost", prepare, ":0\r\n", backend.Result{}, "", false},
+		{"absent", get, "$-1\r\n", backend.Result{}, "", false},
+		{"live", get, "*3\r\n$1\r\nv\r\n$13\r\n1750000000123\r\n:1\r\n",
+			backend.Result{Found: true, Record: backend.Record{Value: []byte("v"), TTLAt: 1750000000123, Live: true}}, "", false},
+		{"expired", get, "*3\r\n$0\r\n\r\n$1\r\n5\r\n:0\r\n",
+			backend.Result{Found: true, Record: backend.Record{Value: []byte{}, TTLAt: 5}}, "", false},
+		{"moved", move, ":1\r\n", backend.Result{Move: backend.Moved}, "", false},
+		{"new key taken", move, ":0\r\n", backend.Result{Move: backend.NewKeyTaken}, "", false},
+		{"old key mismatch", move, ":2\r\n", backend.Result{Move: backend.OldKeyMismatch}, "", false},
+		{"script flushed", prepare, "-NOSCRIPT No matching script. Please use EVAL.\r\n", backend.Result{}, "", true},
+		{"read-only replica", prepare, "-READONLY You can't write against a read only replica.\r\n", backend.Result{},
+			"redis: prepare: READONLY You can't write against a read only replica.", false},
+		{"loading", get, "-LOADING Redis is loading the dataset in memory\r\n", backend.Result{},
+			"redis: get: LOADING Redis is loading the dataset in memory", false},
+		{"code out of range", prepare, ":2\r\n", backend.Result{}, `redis: prepare: unexpected reply ":2\r\n"`, false},
+		{"move code out of range", move, ":3\r\n", backend.Result{}, `redis: move: unexpected reply ":3\r\n"`, false},
+		{"status for a flag", prepare, "+OK\r\n", backend.Result{}, `redis: prepare: unexpected reply "+OK\r\n"`, false},
+		{"nil for a flag", prepare, "$-1\r\n", backend.Result{}, `redis: prepare: unexpected reply "$-1\r\n"`, false},
+		{"short record", get, "*2\r\n$1\r\nv\r\n$1\r\n0\r\n", backend.Result{}, `redis: get: unexpected reply "*2\r\n$1\r\nv\r\n$1\r\n0\r\n"`, false},
+		{"ttlAt not a number", get, "*3\r\n$1\r\nv\r\n$1\r\nx\r\n:1\r\n", backend.Result{}, `redis: get: unexpected reply "*3\r\n$1\r\nv\r\n$1\r\nx\r\n:1\r\n"`, false},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			for cut := range len(r.reply) {
+				n, _, _ := w.Read([]byte(r.reply[:cut]), r.op)
+				require.Zero(t, n, "a reply cut at %d bytes is not complete", cut)
+			}
+			n, res, again := w.Read([]byte(r.reply+":1\r\n"), r.op)
+			require.Equal(t, len(r.reply), n)
+			require.Equal(t, r.again, again)
+			if r.err != "" {
+				require.EqualError(t, res.Err, r.err)
+				return
+			}
+			require.NoError(t, res.Err)
+			require.Equal(t, r.want, res)
+		})
+	}
+}
+
+// TestWireDial logs in and selects the URL's database, and reports a
+// refused login or a Redis that does not answer.
+func TestWireDial(t *testing.T) {
+	f := startFake(t)
+	f.RequireAuth("secret")
+	s := openStore(t, "redis://:secret@"+f.Addr()+"/3", Config{KeyPrefix: "pk:"})
+	ws := newWireStore(t, s)
+	ok, err := ws.Prepare(context.Background(), "ns", []byte("k"), []byte("v"), backend.Expiry{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, f.DB(3).Exists("pk:{ns:k}"), "the record is in database 3")
+	require.False(t, f.DB(0).Exists("pk:{ns:k}"))
+
+	bad := openStore(t, "redis://:wrong@"+f.Addr(), Config{})
+	_, err = bad.Wire().Dial(context.Background())
+	require.ErrorContains(t, err, "connect to "+f.Addr()+": WRONGPASS")
+
+	down := openStore(t, "redis://127.0.0.1:1", Config{})
+	_, err = down.Wire().Dial(context.Background())
+	require.ErrorContains(t, err, "connect to 127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused")
+
+	// A server that accepts and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}()
+	hung := openStore(t, "redis://"+ln.Addr().String(), Config{Timeout: 100 * time.Millisecond})
+	began := time.Now()
+	_, err = hung.Wire().Dial(context.Background())
+	require.ErrorContains(t, err, "no answer within 100ms")
+	require.Less(t, time.Since(began), 2*time.Second)
+}
+
+// TestWireOnlyStandalone: Sentinel, Cluster and TLS stay with the client,
+// which follows failovers and slots.
+func TestWireOnlyStandalone(t *testing.T) {
+	for url, wired := range map[string]bool{
+		"redis://127.0.0.1:6379":                    true,
+		"rediss://127.0.0.1:6379":                   false,
+		"redis+sentinel://127.0.0.1:26379/mymaster": false,
+		"redis+cluster://127.0.0.1:7000":            false,
+	} {
+		s := openStore(t, url, Config{})
+		require.Equal(t, wired, s.Wire() != nil, url)
+	}
+}
