@@ -26,10 +26,16 @@ import (
 // onLoopBudget (a slow or failing backend) moves the next ones off the
 // loop, to the batcher's goroutine, so that the loop goes on answering
 // other clients; the first fast batch there brings them back.
+//
+// With a Wire (a standalone Redis), the loop does not wait at all: it
+// writes the batch to its own connection to the backend and reads the
+// replies when they come (see upstream). Handler.Batch then serves only
+// while that connection is down.
 type batcher struct {
 	handler Handler
 	loop    gnet.EventLoop
 	offLoop atomic.Bool
+	up      *upstream // the loop's connection to a Wire backend, or nil
 
 	onLoop []*conn // runs for the next batch on the loop; the loop's own
 
@@ -43,15 +49,18 @@ type batcher struct {
 // ones leave the loop: a Redis round trip or an fsync takes well under it.
 const onLoopBudget = 5 * time.Millisecond
 
-func newBatcher(h Handler, loop gnet.EventLoop) *batcher {
-	b := &batcher{handler: h, loop: loop, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+func newBatcher(s *Server, loop gnet.EventLoop) *batcher {
+	b := &batcher{handler: s.handler, loop: loop, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	if s.cfg.Wire != nil {
+		b.up = newUpstream(s, s.cfg.Wire, loop)
+	}
 	go b.run()
 	return b
 }
 
 // submit queues c's run (c.runArgs); called on the loop.
 func (b *batcher) submit(c *conn) {
-	if !b.offLoop.Load() {
+	if !b.offLoop.Load() || b.up.ready() {
 		b.onLoop = append(b.onLoop, c)
 		if len(b.onLoop) == 1 {
 			// Runs once the loop has served the input that is ready now.
@@ -74,6 +83,10 @@ func (b *batcher) submit(c *conn) {
 func (b *batcher) runOnLoop(context.Context) error {
 	conns := b.onLoop
 	b.onLoop = make([]*conn, 0, 2*len(conns))
+	if b.up.ready() {
+		b.up.send(conns)
+		return nil
+	}
 	if sendRuns(b.handler, conns) > onLoopBudget {
 		b.offLoop.Store(true)
 	}
@@ -140,4 +153,9 @@ func resumeAll(conns []*conn) {
 	}
 }
 
-func (b *batcher) close() { close(b.stop) }
+func (b *batcher) close() {
+	close(b.stop)
+	if b.up != nil {
+		b.up.close()
+	}
+}

@@ -9,7 +9,8 @@ import (
 )
 
 // loopEvents is the server's side of gnet's event loops; each method runs
-// on the loop of its connection.
+// on the loop of its connection: a client's (*conn) or the loop's own
+// connection to the backend (*upstream).
 type loopEvents struct {
 	s *Server
 }
@@ -20,6 +21,10 @@ func (loopEvents) OnBoot(gnet.Engine) gnet.Action { return gnet.None }
 func (loopEvents) OnShutdown(gnet.Engine)         {}
 
 func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	if u, ok := gc.Context().(*upstream); ok {
+		u.gc = gc
+		return nil, gnet.None
+	}
 	c := gc.Context().(*conn)
 	c.gc, c.loop = gc, gc.EventLoop()
 	c.batcher = e.s.batcherFor(c.loop)
@@ -29,7 +34,11 @@ func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	return nil, gnet.None
 }
 
-func (e loopEvents) OnClose(gc gnet.Conn, _ error) gnet.Action {
+func (e loopEvents) OnClose(gc gnet.Conn, err error) gnet.Action {
+	if u, ok := gc.Context().(*upstream); ok {
+		u.onClose(err)
+		return gnet.None
+	}
 	c := gc.Context().(*conn)
 	c.closed = true
 	e.s.forget(c)
@@ -37,6 +46,12 @@ func (e loopEvents) OnClose(gc gnet.Conn, _ error) gnet.Action {
 }
 
 func (e loopEvents) OnTraffic(gc gnet.Conn) gnet.Action {
+	if u, ok := gc.Context().(*upstream); ok {
+		if u.onTraffic(gc) {
+			return gnet.Close
+		}
+		return gnet.None
+	}
 	c := gc.Context().(*conn)
 	if c.busy {
 		// Input waits in gnet's buffer until the run is back, within bounds.

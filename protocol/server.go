@@ -39,6 +39,9 @@ type Handler interface {
 	// Batches reports whether Batch takes a batch to the store at once;
 	// if not, it is one store call after the other.
 	Batches() bool
+	// Calls parses and validates PK commands for a Wire, answering the
+	// refused ones.
+	Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls
 }
 
 // Pinger reports whether the backend can serve now (INFO's backend_ready).
@@ -70,7 +73,10 @@ type Config struct {
 	// PK commands are answered as they are read; otherwise they go to the
 	// store in batches (see batcher).
 	InlineStore bool
-	Logger      *slog.Logger
+	// Wire, when set, is how each event loop reaches the store itself
+	// (see Wire); Handler.Batch remains for when that connection is down.
+	Wire   Wire
+	Logger *slog.Logger
 }
 
 // Server accepts connections and serves them until Shutdown.
@@ -213,7 +219,7 @@ func (s *Server) batcherFor(loop gnet.EventLoop) *batcher {
 	defer s.mu.Unlock()
 	b := s.batchers[loop]
 	if b == nil {
-		b = newBatcher(s.handler, loop)
+		b = newBatcher(s, loop)
 		s.batchers[loop] = b
 	}
 	return b

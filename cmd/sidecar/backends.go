@@ -13,6 +13,7 @@ import (
 	"github.com/prepkey/prepkey/backend/mongo"
 	"github.com/prepkey/prepkey/backend/redis"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol"
 )
 
 // store is a backend as main holds it: the commands' Store plus Close.
@@ -62,4 +63,15 @@ func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string
 	default:
 		return nil, "", fmt.Errorf("--backend %q: unknown scheme %q (want memory, file, redis, rediss, redis+sentinel, redis+cluster, mongodb, mongodb+srv)", c.backendURL, scheme)
 	}
+}
+
+// wireOf is the backend's Wire, for the event loops to reach it over their
+// own connections, or nil.
+func wireOf(st store) protocol.Wire {
+	if rs, ok := st.(*redis.Store); ok {
+		if w := rs.Wire(); w != nil {
+			return w
+		}
+	}
+	return nil
 }

@@ -78,6 +78,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		Backend: kind,
 		// The memory store answers without waiting: on the event loop.
 		InlineStore: kind == "memory",
+		Wire:        wireOf(st),
 		Logger:      log,
 	}, commands.New(st, limits, nil), st)
 

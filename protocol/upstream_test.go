@@ -1,0 +1,383 @@
+package protocol
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/backend/memory"
+	"github.com/prepkey/prepkey/commands"
+)
+
+// lineBackend is a reservation server for the upstream tests: one request
+// per line, "P key", answered "1" when the key is new and "0" when it is
+// taken. A key starting "again" is answered "A" (Wire's again), "err" is
+// answered "E boom". It can hang (read and not answer) and drop its
+// connections.
+type lineBackend struct {
+	ln       net.Listener
+	accepted atomic.Int32
+	hang     atomic.Bool
+
+	mu    sync.Mutex
+	taken map[string]bool
+	conns []net.Conn
+}
+
+func startLineBackend(t *testing.T) *lineBackend {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	b := &lineBackend{ln: ln, taken: map[string]bool{}}
+	t.Cleanup(func() { _ = ln.Close(); b.drop() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.accepted.Add(1)
+			b.mu.Lock()
+			b.conns = append(b.conns, nc)
+			b.mu.Unlock()
+			go b.serve(nc)
+		}
+	}()
+	return b
+}
+
+func (b *lineBackend) serve(nc net.Conn) {
+	sc := bufio.NewScanner(nc)
+	for sc.Scan() {
+		key := strings.TrimPrefix(sc.Text(), "P ")
+		var reply string
+		switch {
+		case strings.HasPrefix(key, "again"):
+			reply = "A"
+		case strings.HasPrefix(key, "err"):
+			reply = "E boom"
+		default:
+			b.mu.Lock()
+			reply = "0"
+			if !b.taken[key] {
+				b.taken[key], reply = true, "1"
+			}
+			b.mu.Unlock()
+		}
+		if b.hang.Load() {
+			continue
+		}
+		if _, err := io.WriteString(nc, reply+"\n"); err != nil {
+			return
+		}
+	}
+}
+
+// drop closes every connection the backend has.
+func (b *lineBackend) drop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, nc := range b.conns {
+		_ = nc.Close()
+	}
+	b.conns = nil
+}
+
+// lineWire is the Wire of a lineBackend.
+type lineWire struct {
+	addr    string
+	timeout time.Duration
+}
+
+func (w lineWire) Dial(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", w.addr)
+}
+
+func (w lineWire) Append(dst []byte, op backend.Op) []byte {
+	return fmt.Appendf(dst, "P %s\n", op.Key)
+}
+
+func (w lineWire) Read(b []byte, op backend.Op) (int, backend.Result, bool) {
+	end := bytes.IndexByte(b, '\n')
+	if end < 0 {
+		return 0, backend.Result{}, false
+	}
+	switch line := string(b[:end]); line {
+	case "1", "0":
+		return end + 1, backend.Result{OK: line == "1"}, false
+	case "A":
+		return end + 1, backend.Result{}, true
+	default:
+		return end + 1, backend.Result{Err: errors.New("fake: " + strings.TrimPrefix(line, "E "))}, false
+	}
+}
+
+func (w lineWire) Lost(op backend.Op, cause error) error {
+	return fmt.Errorf("fake: %s lost: %w", op.Key, cause)
+}
+
+func (w lineWire) Late() error            { return errors.New("no answer") }
+func (w lineWire) Timeout() time.Duration { return w.timeout }
+
+// batchingMemory is the memory store as a Batcher, so that the handler
+// batches and the server gives each loop an upstream. It is where runs go
+// while the upstream is down, and where "again" sends an op.
+type batchingMemory struct{ *memory.Store }
+
+func (m batchingMemory) Batch(ctx context.Context, ops []backend.Op, res []backend.Result) {
+	for i, op := range ops {
+		if op.Kind != backend.OpPrepare {
+			res[i].Err = errors.New("batchingMemory: only prepare")
+			continue
+		}
+		res[i].OK, res[i].Err = m.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
+	}
+}
+
+// serveWire starts a server whose store is reached over lineWire, with a
+// memory store behind Handler.Batch.
+func serveWire(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, string, *Server) {
+	b := startLineBackend(t)
+	cfg.Wire = lineWire{addr: b.ln.Addr().String(), timeout: timeout}
+	h := commands.New(batchingMemory{memory.New(backend.Options{})}, commands.DefaultLimits, nil)
+	addr, srv := serveServer(t, cfg, h)
+	return b, addr, srv
+}
+
+// upstreamsReady waits until every loop's upstream is connected, so that
+// runs go over the Wire and not through Handler.Batch.
+func upstreamsReady(t *testing.T, srv *Server, loops int) {
+	require.Eventually(t, func() bool {
+		srv.mu.Lock()
+		var batchers []*batcher
+		for _, b := range srv.batchers {
+			batchers = append(batchers, b)
+		}
+		srv.mu.Unlock() // the loops take it to open connections
+		if len(batchers) != loops {
+			return false
+		}
+		for _, b := range batchers {
+			ready := make(chan bool, 1)
+			_ = b.loop.Execute(context.Background(), gnetRun(func() { ready <- b.up.ready() }))
+			if !<-ready {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond)
+}
+
+// lineReader reads one reply line at a time, within a deadline.
+type lineReader struct {
+	t  *testing.T
+	nc net.Conn
+	rd *bufio.Reader
+}
+
+func dialLines(t *testing.T, addr string) *lineReader {
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = nc.Close() })
+	return &lineReader{t: t, nc: nc, rd: bufio.NewReader(nc)}
+}
+
+func (l *lineReader) send(s string) {
+	_, err := io.WriteString(l.nc, s)
+	require.NoError(l.t, err)
+}
+
+func (l *lineReader) expect(want string) {
+	l.t.Helper()
+	_ = l.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := l.rd.ReadString('\n')
+	require.NoError(l.t, err)
+	require.Equal(l.t, want, line)
+}
+
+// TestWireOrder sends long pipelines from several clients over three
+// loops, each loop with its upstream: every client gets every reply in
+// order, refused requests and connection commands included, and each key
+// is won once.
+func TestWireOrder(t *testing.T) {
+	b, addr, srv := serveWire(t, Config{EventLoops: 3}, 5*time.Second)
+	const clients, each = 9, 2000
+	// Connect them all first so that every loop has its upstream.
+	conns := make([]*lineReader, clients)
+	for i := range conns {
+		conns[i] = dialLines(t, addr)
+	}
+	upstreamsReady(t, srv, 3)
+	var wg sync.WaitGroup
+	for cl, c := range conns {
+		wg.Go(func() {
+			var stream, want strings.Builder
+			for i := range each {
+				key := strconv.Itoa(i) // every client races for the same keys
+				if cl%3 == 0 {
+					key = fmt.Sprintf("c%d-%d", cl, i) // and some have their own
+				}
+				stream.WriteString(req("PK.PREPARE", "ns", key, "v"))
+				if i%50 == 0 {
+					stream.WriteString(req("PING") + req("PK.PREPARE", "ns", key))
+					want.WriteString("+PONG\r\n-ERR wrong number of arguments for 'pk.prepare' command\r\n")
+				}
+			}
+			go func() { _, _ = io.WriteString(c.nc, stream.String()) }()
+			_ = c.nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+			won := 0
+			for i := range each {
+				line, err := c.rd.ReadString('\n')
+				if !assertNoError(t, err) {
+					return
+				}
+				switch line {
+				case ":1\r\n":
+					won++
+				case ":0\r\n":
+				default:
+					t.Errorf("client %d, request %d: %q", cl, i, line)
+					return
+				}
+				if i%50 == 0 {
+					for _, w := range []string{"+PONG\r\n", "-ERR wrong number of arguments for 'pk.prepare' command\r\n"} {
+						line, err := c.rd.ReadString('\n')
+						if !assertNoError(t, err) || line != w {
+							t.Errorf("client %d, after request %d: %q, want %q", cl, i, line, w)
+							return
+						}
+					}
+				}
+			}
+			if cl%3 == 0 && won != each {
+				t.Errorf("client %d won %d of its own %d keys", cl, won, each)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int32(3), b.accepted.Load(), "one upstream connection per loop")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.Len(t, b.taken, each+clients/3*each, "every key went to the backend")
+}
+
+// TestWireHungBackend: a backend that stops answering makes the run wait at
+// most the timeout and answer -UNAVAILABLE, while the loop goes on
+// answering other clients; a new connection serves again.
+func TestWireHungBackend(t *testing.T) {
+	b, addr, srv := serveWire(t, Config{}, 300*time.Millisecond)
+	a, other := dialLines(t, addr), dialLines(t, addr)
+	upstreamsReady(t, srv, 1)
+	a.send(req("PK.PREPARE", "ns", "k1", "v"))
+	a.expect(":1\r\n")
+
+	b.hang.Store(true)
+	began := time.Now()
+	a.send(req("PK.PREPARE", "ns", "k2", "v"))
+	other.send(req("PING"))
+	other.expect("+PONG\r\n") // not held by a's run
+	a.expect("-UNAVAILABLE fake: k2 lost: no answer\r\n")
+	require.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond)
+
+	b.hang.Store(false)
+	upstreamsReady(t, srv, 1)
+	require.Equal(t, int32(2), b.accepted.Load(), "dialled again")
+	a.send(req("PK.PREPARE", "ns", "k3", "v") + req("PK.PREPARE", "ns", "k1", "v"))
+	a.expect(":1\r\n")
+	a.expect(":0\r\n") // k1 is the backend's, not the fallback's
+}
+
+// TestWireBackendDrops: a run whose connection goes before its reply is
+// answered -UNAVAILABLE (it may have run); runs go through Handler.Batch
+// until the loop has dialled again.
+func TestWireBackendDrops(t *testing.T) {
+	b, addr, srv := serveWire(t, Config{}, 5*time.Second)
+	a := dialLines(t, addr)
+	upstreamsReady(t, srv, 1)
+	b.hang.Store(true)
+	a.send(req("PK.PREPARE", "ns", "k1", "v"))
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.taken["k1"]
+	}, 5*time.Second, time.Millisecond)
+	b.drop()
+	a.expect("-UNAVAILABLE fake: k1 lost: read: EOF\r\n")
+
+	b.hang.Store(false)
+	upstreamsReady(t, srv, 1)
+	a.send(req("PK.PREPARE", "ns", "k1", "v"))
+	a.expect(":0\r\n") // it had run
+}
+
+// TestWireAgain: a reply asking for the op again sends it through
+// Handler.Batch, in its place among the replies.
+func TestWireAgain(t *testing.T) {
+	_, addr, srv := serveWire(t, Config{}, 5*time.Second)
+	a := dialLines(t, addr)
+	upstreamsReady(t, srv, 1)
+	a.send(req("PK.PREPARE", "ns", "k", "v") + req("PK.PREPARE", "ns", "again", "v") +
+		req("PK.PREPARE", "ns", "again", "v") + req("PK.PREPARE", "ns", "err", "v") + req("PK.PREPARE", "ns", "k", "v"))
+	a.expect(":1\r\n")
+	a.expect(":1\r\n") // the memory store's answer
+	a.expect(":0\r\n")
+	a.expect("-UNAVAILABLE fake: boom\r\n")
+	a.expect(":0\r\n")
+}
+
+// TestWireShutdown: a run on its way to the backend when Shutdown begins
+// is answered before its connection closes.
+func TestWireShutdown(t *testing.T) {
+	b := startLineBackend(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	h := commands.New(batchingMemory{memory.New(backend.Options{})}, commands.DefaultLimits, nil)
+	srv := New(Config{Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	a := dialLines(t, ln.Addr().String())
+	upstreamsReady(t, srv, 1)
+	b.hang.Store(true)
+	a.send(req("PK.PREPARE", "ns", "k", "v"))
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.taken["k"]
+	}, 5*time.Second, time.Millisecond)
+
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		shut <- srv.Shutdown(ctx)
+	}()
+	time.Sleep(50 * time.Millisecond) // Shutdown waits for the run
+	b.mu.Lock()
+	nc := b.conns[0]
+	b.mu.Unlock()
+	_, err = io.WriteString(nc, "1\n") // the late reply
+	require.NoError(t, err)
+	a.expect(":1\r\n")
+	require.NoError(t, <-shut)
+	require.ErrorIs(t, <-served, ErrServerClosed)
+	_, err = a.rd.ReadByte()
+	require.ErrorIs(t, err, io.EOF)
+}
+
+func gnetRun(f func()) gnet.Runnable {
+	return gnet.RunnableFunc(func(context.Context) error { f(); return nil })
+}
