@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,8 +53,8 @@ func TestBackendDown(t *testing.T) {
 
 // TestHungRedis: a Redis that stops answering (SIGSTOP) costs each command
 // -UNAVAILABLE within --backend-timeout, never :0, while other clients are
-// still answered: after one slow batch, batches leave the event loop. Once
-// Redis resumes, commands succeed again without a restart.
+// still answered: the event loop does not wait on Redis. Once Redis
+// resumes, commands succeed again without a restart.
 func TestHungRedis(t *testing.T) {
 	port := freePort(t)
 	srv := redisServer(t, "--port", fmt.Sprint(port))
@@ -95,4 +98,67 @@ func TestHungRedis(t *testing.T) {
 		return err == nil && n == 1
 	}, 10*time.Second, 50*time.Millisecond)
 	check(t, a, []any{"v", int64(-1)}, "PK.GETVALUE", "hung", "k")
+}
+
+// TestRedisRestart runs a load of new keys through the sidecar while Redis
+// loses its script cache (SCRIPT FLUSH), then is killed and started again
+// empty on the same port. A new key is never answered :0: the flush costs
+// nothing (the scripts are loaded again), the restart only -UNAVAILABLE
+// while Redis is away, and the same sidecar serves again after it.
+func TestRedisRestart(t *testing.T) {
+	port := freePort(t)
+	srv := redisServer(t, "--port", fmt.Sprint(port))
+	s := start(t, "--backend", fmt.Sprintf("redis://127.0.0.1:%d", port), "--backend-timeout", "500ms")
+	admin := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	defer admin.Close()
+	c := s.client(t, 2)
+	require.Eventually(t, func() bool { return c.Do(ctx(), "PK.PREPARE", "restart", "warm", "v").Err() == nil },
+		10*time.Second, 20*time.Millisecond)
+
+	const clients = 8
+	var next atomic.Int64
+	var wins, unavailable atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range clients {
+		c := s.client(t, 2, func(o *redis.Options) { o.PoolSize = 1 })
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprint("k", next.Add(1))
+				n, err := c.Do(ctx(), "PK.PREPARE", "restart", key, "v").Int64()
+				switch {
+				case err == nil && n == 1:
+					wins.Add(1)
+				case err != nil && strings.HasPrefix(err.Error(), "UNAVAILABLE "):
+					unavailable.Add(1)
+				default:
+					t.Errorf("new key %s: %d, %v", key, n, err)
+				}
+			}
+		})
+	}
+	progress := func(what string) {
+		t.Helper()
+		from := wins.Load()
+		require.Eventually(t, func() bool { return wins.Load() > from+200 }, 20*time.Second, 10*time.Millisecond, what)
+	}
+	progress("before")
+	require.NoError(t, admin.ScriptFlush(ctx()).Err())
+	progress("after SCRIPT FLUSH")
+	require.Zero(t, unavailable.Load(), "a flushed script cache costs no failure")
+
+	require.NoError(t, srv.Process.Kill())
+	_ = srv.Wait()
+	time.Sleep(300 * time.Millisecond) // commands meet a Redis that is away
+	redisServer(t, "--port", fmt.Sprint(port))
+	progress("after the restart")
+	close(stop)
+	wg.Wait()
+	require.Positive(t, unavailable.Load(), "Redis was away for a while")
+	t.Logf("%d reservations, %d -UNAVAILABLE", wins.Load(), unavailable.Load())
 }
