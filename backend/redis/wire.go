@@ -76,7 +76,7 @@ func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
 	if t.db != 0 {
 		cmd("SELECT", strconv.Itoa(t.db))
 	}
-	cmd("CLIENT", "SETNAME", "prepkey")
+	cmd("CLIENT", "SETNAME", "prepkey-loop")
 	for _, sc := range w.s.scripts.all() {
 		cmd("SCRIPT", "LOAD", sc.src)
 	}

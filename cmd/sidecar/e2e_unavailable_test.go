@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,6 +121,14 @@ func TestRedisRestart(t *testing.T) {
 	var wins, unavailable atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop) // a failed require: stop the load before the clients close
+			wg.Wait()
+		}
+	}()
 	for range clients {
 		c := s.client(t, 2, func(o *redis.Options) { o.PoolSize = 1 })
 		wg.Go(func() {
@@ -146,6 +155,12 @@ func TestRedisRestart(t *testing.T) {
 		t.Helper()
 		from := wins.Load()
 		require.Eventually(t, func() bool { return wins.Load() > from+200 }, 20*time.Second, 10*time.Millisecond, what)
+		// and the load goes over the event loop's own connection
+		loopConn := regexp.MustCompile(`name=prepkey-loop .*cmd=evalsha`)
+		require.Eventually(t, func() bool {
+			list, err := admin.ClientList(ctx()).Result()
+			return err == nil && loopConn.MatchString(list)
+		}, 10*time.Second, 10*time.Millisecond, what)
 	}
 	progress("before")
 	require.NoError(t, admin.ScriptFlush(ctx()).Err())
