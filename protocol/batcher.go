@@ -29,8 +29,9 @@ import (
 //
 // With a Wire (a standalone Redis), the loop does not wait at all: it
 // writes the batch to its own connection to the backend and reads the
-// replies when they come (see upstream). Handler.Batch then serves only
-// while that connection is down.
+// replies when they come (see upstream). While that connection is down,
+// batches go to Handler.Batch on the batcher's goroutine, never on the
+// loop: the connection is down because the backend failed or was slow.
 type batcher struct {
 	handler Handler
 	loop    gnet.EventLoop
@@ -60,7 +61,7 @@ func newBatcher(s *Server, loop gnet.EventLoop) *batcher {
 
 // submit queues c's run (c.runArgs); called on the loop.
 func (b *batcher) submit(c *conn) {
-	if !b.offLoop.Load() || b.up.ready() {
+	if b.up.ready() || (b.up == nil && !b.offLoop.Load()) {
 		b.onLoop = append(b.onLoop, c)
 		if len(b.onLoop) == 1 {
 			// Runs once the loop has served the input that is ready now.
@@ -68,9 +69,16 @@ func (b *batcher) submit(c *conn) {
 		}
 		return
 	}
+	// While a Wire's connection is down (the backend is away or slow, or
+	// the loop is still dialling) the loop never waits on the backend.
+	b.queueOffLoop(c)
+}
+
+// queueOffLoop queues runs for the batcher's goroutine.
+func (b *batcher) queueOffLoop(conns ...*conn) {
 	b.mu.Lock()
-	b.queue = append(b.queue, c)
-	first := len(b.queue) == 1
+	b.queue = append(b.queue, conns...)
+	first := len(b.queue) == len(conns)
 	b.mu.Unlock()
 	if first {
 		select {
@@ -83,8 +91,12 @@ func (b *batcher) submit(c *conn) {
 func (b *batcher) runOnLoop(context.Context) error {
 	conns := b.onLoop
 	b.onLoop = make([]*conn, 0, 2*len(conns))
-	if b.up.ready() {
+	switch {
+	case b.up.ready():
 		b.up.send(conns)
+		return nil
+	case b.up != nil: // the connection went down since they were queued
+		b.queueOffLoop(conns...)
 		return nil
 	}
 	if sendRuns(b.handler, conns) > onLoopBudget {

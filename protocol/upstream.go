@@ -93,7 +93,7 @@ func (u *upstream) send(conns []*conn) {
 	}
 	f.calls = u.srv.handler.Calls(f.cmds, f.replies)
 	if len(f.calls.Ops) == 0 { // all refused by validation
-		f.land(context.Background(), u.srv.handler)
+		u.land(f)
 		return
 	}
 	f.res = make([]backend.Result, len(f.calls.Ops))
@@ -126,7 +126,7 @@ func (u *upstream) onTraffic(gc gnet.Conn) (closeIt bool) {
 		}
 		u.flights[0] = nil
 		u.flights = u.flights[1:]
-		f.land(context.Background(), u.srv.handler)
+		u.land(f)
 	}
 	if off > 0 { // Discard(0) would drop it all
 		_, _ = gc.Discard(off)
@@ -164,14 +164,36 @@ func (f *flight) readReplies(w Wire, b []byte) (used int, done bool) {
 }
 
 // land writes f's replies to its connections and resumes them. The ops
-// answered "again" run first, through Handler.Batch, here on the loop: it
-// happens once after a Redis restart or SCRIPT FLUSH.
-func (f *flight) land(ctx context.Context, h Handler) {
+// answered "again" (the backend lost its scripts) go through
+// Handler.Batch first, which loads the scripts again; that waits on the
+// backend, so it happens on a goroutine, and the flight's replies are
+// written when it is done, in order.
+func (u *upstream) land(f *flight) {
 	f.calls.Answer(f.res, f.replies)
-	for _, k := range f.again {
-		i := f.calls.Index(k)
-		h.Batch(ctx, f.cmds[i:i+1], f.replies[i:i+1])
+	if len(f.again) == 0 {
+		f.deliver()
+		return
 	}
+	go func() {
+		cmds := make([][][]byte, len(f.again))
+		replies := make([]commands.Reply, len(f.again))
+		for j, k := range f.again {
+			cmds[j] = f.cmds[f.calls.Index(k)]
+		}
+		u.srv.handler.Batch(context.Background(), cmds, replies)
+		for j, k := range f.again {
+			f.replies[f.calls.Index(k)] = replies[j]
+		}
+		_ = u.loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			f.deliver()
+			return nil
+		}))
+		// An error means the loops are stopping; they close the connections.
+	}()
+}
+
+// deliver writes f's replies to its connections' output and resumes them.
+func (f *flight) deliver() {
 	i := 0
 	for _, c := range f.conns {
 		for range c.runArgs {
@@ -199,7 +221,7 @@ func (u *upstream) onClose(err error) {
 		for k := f.read; k < len(f.calls.Ops); k++ {
 			f.res[k] = backend.Result{Err: u.wire.Lost(f.calls.Ops[k], cause)}
 		}
-		f.land(context.Background(), u.srv.handler)
+		u.land(f)
 	}
 	if !u.srv.closing.Load() {
 		go u.dial()

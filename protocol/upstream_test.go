@@ -86,6 +86,15 @@ func (b *lineBackend) serve(nc net.Conn) {
 	}
 }
 
+// waitTaken waits until the backend has reserved key.
+func (b *lineBackend) waitTaken(t *testing.T, key string) {
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.taken[key]
+	}, 5*time.Second, time.Millisecond)
+}
+
 // drop closes every connection the backend has.
 func (b *lineBackend) drop() {
 	b.mu.Lock()
@@ -136,31 +145,58 @@ func (w lineWire) Timeout() time.Duration { return w.timeout }
 // batchingMemory is the memory store as a Batcher, so that the handler
 // batches and the server gives each loop an upstream. It is where runs go
 // while the upstream is down, and where "again" sends an op.
-type batchingMemory struct{ *memory.Store }
+// hold, when set, makes Batch wait until it is closed, after a send on
+// entered.
+type batchingMemory struct {
+	*memory.Store
+	hold, entered chan struct{}
+}
 
-func (m batchingMemory) Batch(ctx context.Context, ops []backend.Op, res []backend.Result) {
+func (m *batchingMemory) wait() {
+	if m.hold != nil {
+		m.entered <- struct{}{}
+		<-m.hold
+	}
+}
+
+// Prepare is the store's for a batch of one (Handler.Batch calls Do).
+func (m *batchingMemory) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+	m.wait()
+	return m.Store.Prepare(ctx, ns, key, value, exp)
+}
+
+func (m *batchingMemory) Batch(ctx context.Context, ops []backend.Op, res []backend.Result) {
+	m.wait()
 	for i, op := range ops {
 		if op.Kind != backend.OpPrepare {
 			res[i].Err = errors.New("batchingMemory: only prepare")
 			continue
 		}
-		res[i].OK, res[i].Err = m.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
+		res[i].OK, res[i].Err = m.Store.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
 	}
 }
 
 // serveWire starts a server whose store is reached over lineWire, with a
 // memory store behind Handler.Batch.
 func serveWire(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, string, *Server) {
+	b, addr, srv, _ := serveWireStore(t, cfg, timeout)
+	return b, addr, srv
+}
+
+func serveWireStore(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, string, *Server, *batchingMemory) {
 	b := startLineBackend(t)
 	cfg.Wire = lineWire{addr: b.ln.Addr().String(), timeout: timeout}
-	h := commands.New(batchingMemory{memory.New(backend.Options{})}, commands.DefaultLimits, nil)
-	addr, srv := serveServer(t, cfg, h)
-	return b, addr, srv
+	m := &batchingMemory{Store: memory.New(backend.Options{})}
+	addr, srv := serveServer(t, cfg, commands.New(m, commands.DefaultLimits, nil))
+	return b, addr, srv, m
 }
 
 // upstreamsReady waits until every loop's upstream is connected, so that
 // runs go over the Wire and not through Handler.Batch.
-func upstreamsReady(t *testing.T, srv *Server, loops int) {
+func upstreamsReady(t *testing.T, srv *Server, loops int) { upstreamsAre(t, srv, loops, true) }
+
+// upstreamsAre waits until every loop's upstream is connected (up) or not.
+func upstreamsAre(t *testing.T, srv *Server, loops int, up bool) {
 	require.Eventually(t, func() bool {
 		srv.mu.Lock()
 		var batchers []*batcher
@@ -174,7 +210,7 @@ func upstreamsReady(t *testing.T, srv *Server, loops int) {
 		for _, b := range batchers {
 			ready := make(chan bool, 1)
 			_ = b.loop.Execute(context.Background(), gnetRun(func() { ready <- b.up.ready() }))
-			if !<-ready {
+			if <-ready != up {
 				return false
 			}
 		}
@@ -310,11 +346,7 @@ func TestWireBackendDrops(t *testing.T) {
 	upstreamsReady(t, srv, 1)
 	b.hang.Store(true)
 	a.send(req("PK.PREPARE", "ns", "k1", "v"))
-	require.Eventually(t, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.taken["k1"]
-	}, 5*time.Second, time.Millisecond)
+	b.waitTaken(t, "k1")
 	b.drop()
 	a.expect("-UNAVAILABLE fake: k1 lost: read: EOF\r\n")
 
@@ -322,6 +354,27 @@ func TestWireBackendDrops(t *testing.T) {
 	upstreamsReady(t, srv, 1)
 	a.send(req("PK.PREPARE", "ns", "k1", "v"))
 	a.expect(":0\r\n") // it had run
+}
+
+// TestWireDownLeavesLoop: while the loop's connection is down (here the
+// backend refuses new ones), runs go to Handler.Batch off the loop, so a
+// store that waits does not hold other clients.
+func TestWireDownLeavesLoop(t *testing.T) {
+	b, addr, srv, m := serveWireStore(t, Config{}, 5*time.Second)
+	a, other := dialLines(t, addr), dialLines(t, addr)
+	upstreamsReady(t, srv, 1)
+	require.NoError(t, b.ln.Close())
+	b.drop()
+	upstreamsAre(t, srv, 1, false)
+	m.hold, m.entered = make(chan struct{}), make(chan struct{}, 1)
+	release := sync.OnceFunc(func() { close(m.hold) })
+	defer release() // a failure below must not leave the store held
+	a.send(req("PK.PREPARE", "ns", "k", "v"))
+	<-m.entered
+	other.send(req("PING"))
+	other.expect("+PONG\r\n") // answered while a's run waits at the store
+	release()
+	a.expect(":1\r\n")
 }
 
 // TestWireAgain: a reply asking for the op again sends it through
@@ -345,7 +398,7 @@ func TestWireShutdown(t *testing.T) {
 	b := startLineBackend(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	h := commands.New(batchingMemory{memory.New(backend.Options{})}, commands.DefaultLimits, nil)
+	h := commands.New(&batchingMemory{Store: memory.New(backend.Options{})}, commands.DefaultLimits, nil)
 	srv := New(Config{Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -353,11 +406,7 @@ func TestWireShutdown(t *testing.T) {
 	upstreamsReady(t, srv, 1)
 	b.hang.Store(true)
 	a.send(req("PK.PREPARE", "ns", "k", "v"))
-	require.Eventually(t, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.taken["k"]
-	}, 5*time.Second, time.Millisecond)
+	b.waitTaken(t, "k")
 
 	shut := make(chan error, 1)
 	go func() {
