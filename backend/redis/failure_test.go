@@ -137,20 +137,8 @@ func TestDownAtOpenTopologies(t *testing.T) {
 // TestNoAnswer checks that a Redis that accepts connections but never
 // answers costs each call the timeout, not more.
 func TestNoAnswer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { _ = c.Close() })
-		}
-	}()
 	const timeout = 200 * time.Millisecond
-	s := openStore(t, "redis://"+l.Addr().String(), Config{Timeout: timeout})
+	s := openStore(t, "redis://"+silentServer(t), Config{Timeout: timeout})
 	for _, o := range allOps() {
 		start := time.Now()
 		err := o.call(context.Background(), s)
@@ -164,6 +152,24 @@ func TestNoAnswer(t *testing.T) {
 		}
 		require.Less(t, took, limit, o.name)
 	}
+}
+
+// silentServer accepts connections and never answers; it returns its
+// address.
+func silentServer(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}()
+	return l.Addr().String()
 }
 
 // TestClosed checks that calls after Close fail.

@@ -200,20 +200,7 @@ func TestWireDial(t *testing.T) {
 	_, err = down.Wire().Dial(context.Background())
 	require.ErrorContains(t, err, "connect to 127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused")
 
-	// A server that accepts and never answers.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { _ = c.Close() })
-		}
-	}()
-	hung := openStore(t, "redis://"+ln.Addr().String(), Config{Timeout: 100 * time.Millisecond})
+	hung := openStore(t, "redis://"+silentServer(t), Config{Timeout: 100 * time.Millisecond})
 	began := time.Now()
 	_, err = hung.Wire().Dial(context.Background())
 	require.ErrorContains(t, err, "no answer within 100ms")
