@@ -145,17 +145,27 @@ func (w lineWire) Timeout() time.Duration { return w.timeout }
 // batchingMemory is the memory store as a Batcher, so that the handler
 // batches and the server gives each loop an upstream. It is where runs go
 // while the upstream is down, and where "again" sends an op.
-// hold, when set, makes Batch wait until it is closed, after a send on
-// entered.
+// holdNext makes the next store calls wait until hold is closed, after a
+// send on entered.
 type batchingMemory struct {
 	*memory.Store
+	mu            sync.Mutex
 	hold, entered chan struct{}
 }
 
+func (m *batchingMemory) holdNext(hold, entered chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hold, m.entered = hold, entered
+}
+
 func (m *batchingMemory) wait() {
-	if m.hold != nil {
-		m.entered <- struct{}{}
-		<-m.hold
+	m.mu.Lock()
+	hold, entered := m.hold, m.entered
+	m.mu.Unlock()
+	if hold != nil {
+		entered <- struct{}{}
+		<-hold
 	}
 }
 
@@ -366,11 +376,12 @@ func TestWireDownLeavesLoop(t *testing.T) {
 	require.NoError(t, b.ln.Close())
 	b.drop()
 	upstreamsAre(t, srv, 1, false)
-	m.hold, m.entered = make(chan struct{}), make(chan struct{}, 1)
-	release := sync.OnceFunc(func() { close(m.hold) })
+	hold, entered := make(chan struct{}), make(chan struct{}, 1)
+	m.holdNext(hold, entered)
+	release := sync.OnceFunc(func() { close(hold) })
 	defer release() // a failure below must not leave the store held
 	a.send(req("PK.PREPARE", "ns", "k", "v"))
-	<-m.entered
+	<-entered
 	other.send(req("PING"))
 	other.expect("+PONG\r\n") // answered while a's run waits at the store
 	release()
