@@ -137,6 +137,17 @@ func (b *batcher) run() {
 // sendRuns runs the runs of conns as one Handler.Batch and writes each
 // reply to its connection's out. It returns how long the store took.
 func sendRuns(h Handler, conns []*conn) time.Duration {
+	cmds := runsOf(conns)
+	replies := make([]commands.Reply, len(cmds))
+	began := time.Now()
+	h.Batch(context.Background(), cmds, replies)
+	took := time.Since(began)
+	writeReplies(conns, replies)
+	return took
+}
+
+// runsOf is the commands of conns' runs, one after the other.
+func runsOf(conns []*conn) [][][]byte {
 	n := 0
 	for _, c := range conns {
 		n += len(c.runArgs)
@@ -145,10 +156,12 @@ func sendRuns(h Handler, conns []*conn) time.Duration {
 	for _, c := range conns {
 		cmds = append(cmds, c.runArgs...)
 	}
-	replies := make([]commands.Reply, n)
-	began := time.Now()
-	h.Batch(context.Background(), cmds, replies)
-	took := time.Since(began)
+	return cmds
+}
+
+// writeReplies writes replies, in the order of runsOf(conns), to each
+// connection's out.
+func writeReplies(conns []*conn, replies []commands.Reply) {
 	i := 0
 	for _, c := range conns {
 		for range c.runArgs {
@@ -156,7 +169,6 @@ func sendRuns(h Handler, conns []*conn) time.Duration {
 			i++
 		}
 	}
-	return took
 }
 
 func resumeAll(conns []*conn) {

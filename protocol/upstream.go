@@ -83,14 +83,8 @@ func (u *upstream) ready() bool { return u != nil && u.gc != nil }
 
 // send writes the requests of conns' runs and keeps them as a flight.
 func (u *upstream) send(conns []*conn) {
-	n := 0
-	for _, c := range conns {
-		n += len(c.runArgs)
-	}
-	f := &flight{conns: conns, cmds: make([][][]byte, 0, n), replies: make([]commands.Reply, n)}
-	for _, c := range conns {
-		f.cmds = append(f.cmds, c.runArgs...)
-	}
+	cmds := runsOf(conns)
+	f := &flight{conns: conns, cmds: cmds, replies: make([]commands.Reply, len(cmds))}
 	f.calls = u.srv.handler.Calls(f.cmds, f.replies)
 	if len(f.calls.Ops) == 0 { // all refused by validation
 		u.land(f)
@@ -194,13 +188,7 @@ func (u *upstream) land(f *flight) {
 
 // deliver writes f's replies to its connections' output and resumes them.
 func (f *flight) deliver() {
-	i := 0
-	for _, c := range f.conns {
-		for range c.runArgs {
-			c.out.reply(f.replies[i])
-			i++
-		}
-	}
+	writeReplies(f.conns, f.replies)
 	resumeAll(f.conns)
 }
 

@@ -125,8 +125,11 @@ func decodeMove(res rueidis.RedisResult) (backend.MoveResult, error) {
 	if err != nil {
 		return 0, err
 	}
-	return [...]backend.MoveResult{backend.NewKeyTaken, backend.Moved, backend.OldKeyMismatch}[n], nil
+	return moveResults[n], nil
 }
+
+// moveResults are move.lua's answers 0, 1 and 2.
+var moveResults = [...]backend.MoveResult{backend.NewKeyTaken, backend.Moved, backend.OldKeyMismatch}
 
 // flag runs a call answering 1 or 0.
 func (s *Store) flag(ctx context.Context, cl call) (bool, error) {
