@@ -110,9 +110,10 @@ func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
 func (w *Wire) Append(dst []byte, op backend.Op) []byte {
 	cl, err := w.s.callFor(&op)
 	if err != nil {
-		// Not an op of package backend: Read answers it as a failure, so
-		// the request is one that fails on Redis too.
-		return redcon.AppendArray(dst, 0)
+		// Not an op of package backend. Send a request Redis refuses, so
+		// that a reply still comes for it and Read reports a failure.
+		dst = redcon.AppendArray(dst, 1)
+		return redcon.AppendBulkString(dst, "EVALSHA")
 	}
 	dst = redcon.AppendArray(dst, 3+len(cl.keys)+len(cl.args))
 	dst = redcon.AppendBulkString(dst, "EVALSHA")
@@ -152,7 +153,7 @@ func (w *Wire) Read(b []byte, op backend.Op) (n int, res backend.Result, again b
 	case backend.OpMove:
 		var c int64
 		if c, err = respCode(r, 2); err == nil {
-			res.Move = [...]backend.MoveResult{backend.NewKeyTaken, backend.Moved, backend.OldKeyMismatch}[c]
+			res.Move = moveResults[c]
 		}
 	default:
 		var c int64
@@ -188,8 +189,10 @@ func opName(k backend.OpKind) string {
 		return "rollback"
 	case backend.OpReprepare:
 		return "reprepare"
-	default:
+	case backend.OpMove:
 		return "move"
+	default:
+		return "batch"
 	}
 }
 

@@ -47,6 +47,7 @@ func (ws *wireStore) do(ctx context.Context, op backend.Op) backend.Result {
 			return backend.Result{Err: err}
 		}
 	}
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := nc.Write(ws.w.Append(nil, op)); err != nil {
 		_ = nc.Close()
 		return backend.Result{Err: ws.w.Lost(op, err)}
@@ -219,4 +220,16 @@ func TestWireOnlyStandalone(t *testing.T) {
 		s := openStore(t, url, Config{})
 		require.Equal(t, wired, s.Wire() != nil, url)
 	}
+}
+
+// TestWireUnknownOp: an op kind the Wire does not know still gets exactly
+// one reply from Redis, a failure, so the replies after it stay in step.
+func TestWireUnknownOp(t *testing.T) {
+	f := startFake(t)
+	ws := newWireStore(t, openStore(t, f.url(), Config{}))
+	res := ws.do(context.Background(), backend.Op{Kind: 99, NS: "ns", Key: []byte("k")})
+	require.ErrorContains(t, res.Err, "redis: batch: ERR wrong number of arguments")
+	ok, err := ws.Prepare(context.Background(), "ns", []byte("k"), []byte("v"), backend.Expiry{})
+	require.NoError(t, err)
+	require.True(t, ok)
 }
