@@ -174,32 +174,69 @@ func assertNoError(t *testing.T, err error) bool {
 }
 
 // TestBatchesJoinClients checks that runs of several connections that wait
-// together go to the store in one Batch call.
+// together go to the store in one Batch call: while one batch is held at
+// the store, the runs of 15 other clients are queued (the test waits until
+// the batcher holds all of them), then go in one Batch.
 func TestBatchesJoinClients(t *testing.T) {
-	h := &echoHandler{batches: true, delay: 20 * time.Millisecond}
-	addr := serve(t, Config{}, h)
+	h := &echoHandler{batches: true, delay: 2 * onLoopBudget}
+	addr, srv := serveServer(t, Config{}, h)
 	const clients = 16
-	eachClient(t, addr, clients, func(i int, nc net.Conn) {
-		_, err := io.WriteString(nc, echoReq(i))
-		assertNoError(t, err)
+	conns := make([]net.Conn, clients)
+	for i := range conns {
+		nc, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+		conns[i] = nc
+	}
+	roundTrip := func(i int) {
+		t.Helper()
 		want := fmt.Sprintf(":%d\r\n", i)
 		got := make([]byte, len(want))
-		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-		_, err = io.ReadFull(nc, got)
-		if assertNoError(t, err) && string(got) != want {
-			t.Errorf("client %d got %q", i, got)
+		_, err := io.ReadFull(conns[i], got)
+		require.NoError(t, err)
+		require.Equal(t, want, string(got))
+	}
+	// A slow batch on the loop sends the next ones off it, to the batcher's
+	// goroutine, which takes its queue at once.
+	_, err := io.WriteString(conns[0], echoReq(0))
+	require.NoError(t, err)
+	roundTrip(0)
+
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release() // a failure below must not leave the store held
+	h.mu.Lock()
+	h.hold, h.entered, h.delay = hold, make(chan struct{}, 1), 0
+	h.mu.Unlock()
+	_, err = io.WriteString(conns[0], echoReq(0))
+	require.NoError(t, err)
+	<-h.entered
+	h.mu.Lock()
+	h.hold = nil // only this batch is held
+	h.mu.Unlock()
+	for i := 1; i < clients; i++ {
+		_, err := io.WriteString(conns[i], echoReq(i))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		for _, b := range srv.batchers {
+			b.mu.Lock()
+			n := len(b.queue)
+			b.mu.Unlock()
+			return n == clients-1
 		}
-	})
+		return false
+	}, 10*time.Second, time.Millisecond, "the other clients' runs are queued")
+	release()
+	for i := range clients {
+		roundTrip(i)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	total := 0
-	for _, n := range h.sizes {
-		total += n
-	}
-	require.Equal(t, clients, total)
-	// The first request finds the store idle and goes alone; the others
-	// arrive during its 20 ms and go together.
-	require.Less(t, len(h.sizes), clients/2, "batch sizes %v", h.sizes)
+	require.Equal(t, []int{1, 1, clients - 1}, h.sizes)
 }
 
 // TestShutdownAnswersInFlight: a run at the store when Shutdown begins is

@@ -334,6 +334,7 @@ func TestWireHungBackend(t *testing.T) {
 	b.hang.Store(true)
 	began := time.Now()
 	a.send(req("PK.PREPARE", "ns", "k2", "v"))
+	b.waitTaken(t, "k2") // a's run is at the backend, which will not answer
 	other.send(req("PING"))
 	other.expect("+PONG\r\n") // not held by a's run
 	a.expect("-UNAVAILABLE fake: k2 lost: no answer\r\n")
@@ -341,7 +342,9 @@ func TestWireHungBackend(t *testing.T) {
 
 	b.hang.Store(false)
 	upstreamsReady(t, srv, 1)
-	require.Equal(t, int32(2), b.accepted.Load(), "dialled again")
+	// dialled again (the backend's Accept may return after the loop has the
+	// connection)
+	require.Eventually(t, func() bool { return b.accepted.Load() == 2 }, 5*time.Second, time.Millisecond)
 	a.send(req("PK.PREPARE", "ns", "k3", "v") + req("PK.PREPARE", "ns", "k1", "v"))
 	a.expect(":1\r\n")
 	a.expect(":0\r\n") // k1 is the backend's, not the fallback's
@@ -413,8 +416,10 @@ func TestWireShutdown(t *testing.T) {
 	srv := New(Config{Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	a := dialLines(t, ln.Addr().String())
+	a, idle := dialLines(t, ln.Addr().String()), dialLines(t, ln.Addr().String())
 	upstreamsReady(t, srv, 1)
+	idle.send(req("PING"))
+	idle.expect("+PONG\r\n") // enrolled in its loop
 	b.hang.Store(true)
 	a.send(req("PK.PREPARE", "ns", "k", "v"))
 	b.waitTaken(t, "k")
@@ -425,7 +430,20 @@ func TestWireShutdown(t *testing.T) {
 		defer cancel()
 		shut <- srv.Shutdown(ctx)
 	}()
-	time.Sleep(50 * time.Millisecond) // Shutdown waits for the run
+	// Shutdown has begun: Serve returned, and Shutdown has woken the
+	// connections (it does so under srv.mu, after closing the listener).
+	require.ErrorIs(t, <-served, ErrServerClosed)
+	srv.mu.Lock()
+	require.True(t, srv.closing.Load())
+	srv.mu.Unlock()
+	// and the idle connection was closed by its loop, which has seen the wake-ups
+	_, err = idle.rd.ReadByte()
+	require.ErrorIs(t, err, io.EOF)
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned (%v) while a run waited for its reply", err)
+	default:
+	}
 	b.mu.Lock()
 	nc := b.conns[0]
 	b.mu.Unlock()
@@ -433,7 +451,6 @@ func TestWireShutdown(t *testing.T) {
 	require.NoError(t, err)
 	a.expect(":1\r\n")
 	require.NoError(t, <-shut)
-	require.ErrorIs(t, <-served, ErrServerClosed)
 	_, err = a.rd.ReadByte()
 	require.ErrorIs(t, err, io.EOF)
 }

@@ -21,7 +21,9 @@ func TestDeadlines(t *testing.T) {
 	after := time.Now()
 	dl, ok := a.Deadline()
 	require.True(t, ok)
-	require.False(t, dl.Before(after.Add(time.Second)), "deadline %s is less than the timeout away", dl)
+	// a was made between before and after: its deadline is at least the
+	// timeout after before, at most timeout+granule after after.
+	require.False(t, dl.Before(before.Add(time.Second)), "deadline %s is less than the timeout away", dl)
 	require.False(t, dl.After(after.Add(time.Second+granule)), "deadline %s is too far", dl)
 	if after.Sub(before) < granule/2 {
 		require.True(t, a == b, "calls within a granule share one context")

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,9 +83,34 @@ func TestHungRedis(t *testing.T) {
 	unavailable(a.Do(ctx(), "PK.PREPARE", "hung", "k2", "v").Err())
 	require.Less(t, time.Since(began), 3*time.Second)
 
+	// k3 goes on a connection of its own, so that the sidecar's count of
+	// commands handed to the store (INFO's total_commands_processed) tells
+	// when it is at the store: every other command counted meanwhile is one
+	// of b's INFOs.
+	processed := func() int64 {
+		t.Helper()
+		info, err := b.Info(ctx(), "stats").Result()
+		require.NoError(t, err)
+		m := regexp.MustCompile(`total_commands_processed:(\d+)`).FindStringSubmatch(info)
+		require.NotNil(t, m, info)
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	k3 := s.raw(t)
+	k3.wait = 10 * time.Second
+	base, infos := processed(), int64(0)
+	k3.send(resp("PK.PREPARE", "hung", "k3", "v"))
 	done := make(chan error, 1)
-	go func() { done <- a.Do(ctx(), "PK.PREPARE", "hung", "k3", "v").Err() }()
-	time.Sleep(100 * time.Millisecond) // a's command is at the store, for up to 1s
+	go func() {
+		line, err := k3.rd.ReadString('\n')
+		if err == nil {
+			err = errors.New(strings.TrimSpace(strings.TrimPrefix(line, "-")))
+		}
+		done <- err
+	}()
+	require.Eventually(t, func() bool { infos++; return processed() > base+infos }, 10*time.Second, time.Millisecond,
+		"k3 reached the store")
 	check(t, b, "PONG", "PING")
 	select {
 	case err := <-done:
@@ -169,7 +196,9 @@ func TestRedisRestart(t *testing.T) {
 
 	require.NoError(t, srv.Process.Kill())
 	_ = srv.Wait()
-	time.Sleep(300 * time.Millisecond) // commands meet a Redis that is away
+	// commands meet a Redis that is away
+	from := unavailable.Load()
+	require.Eventually(t, func() bool { return unavailable.Load() > from }, 20*time.Second, time.Millisecond)
 	redisServer(t, "--port", fmt.Sprint(port))
 	progress("after the restart")
 	close(stop)
