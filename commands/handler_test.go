@@ -118,6 +118,13 @@ func TestParse(t *testing.T) {
 		{[]string{"PK.PREPARE", "ns", "k", "v", "EX", "9223372036854775807"}, e("ERR invalid expire time in 'pk.prepare' command"), nil},
 		{[]string{"PK.PREPARE", "ns", "k", "v", "PX", "99999999999999999999"}, e("ERR invalid expire time in 'pk.prepare' command"), nil},
 		{[]string{"PK.PREPARE", "ns", "k", "v", "PXAT", "253402300800000"}, e("ERR invalid expire time in 'pk.prepare' command"), nil},
+		// Numerals Redis's string2ll refuses: Redis's own error (issue 9).
+		{[]string{"PK.PREPARE", "ns", "k", "v", "EX", "+5"}, e("ERR value is not an integer or out of range"), nil},
+		{[]string{"PK.PREPARE", "ns", "k", "v", "EX", "007"}, e("ERR value is not an integer or out of range"), nil},
+		{[]string{"PK.PREPARE", "ns", "k", "v", "PX", "-0"}, e("ERR value is not an integer or out of range"), nil},
+		{[]string{"PK.REPREPARE", "ns", "k", "v", "PXAT", "+1767225601000"}, e("ERR value is not an integer or out of range"), nil},
+		{[]string{"PK.PREPARE", "ns", "k", "v", "EX", " 5"}, e("ERR invalid expire time in 'pk.prepare' command"), nil},
+		{[]string{"PK.PREPARE", "ns", "k", "v", "EX", "-99999999999999999999"}, e("ERR invalid expire time in 'pk.prepare' command"), nil},
 		{[]string{"PK.PREPARE", "ns", "k", "v", "EX"}, syntax, nil},
 		{[]string{"PK.PREPARE", "ns", "k", "v", "EX", "1", "PX", "1"}, syntax, nil},
 		{[]string{"PK.PREPARE", "ns", "k", "v", "EX", "1", "EX", "1"}, syntax, nil},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/prepkey/prepkey/backend"
 )
@@ -95,38 +94,47 @@ func isTTLWord(w []byte) bool {
 		bytes.EqualFold(w, []byte("EXAT")) || bytes.EqualFold(w, []byte("PXAT"))
 }
 
-// expiry turns the TTL option into a backend.Expiry. nowMs is the sidecar's
-// clock: it judges whether an absolute time is already past and bounds
-// relative times so that now+ttl stays in range. EX/PX are still counted
-// from the backend's own clock when the backend applies them.
-func (o options) expiry(nowMs int64) (backend.Expiry, bool) {
+// expiry turns the TTL option into a backend.Expiry, or the error reply of
+// command cmd. nowMs is the sidecar's clock: it judges whether an absolute
+// time is already past and bounds relative times so that now+ttl stays in
+// range. EX/PX are still counted from the backend's own clock when the
+// backend applies them.
+//
+// A numeral that Redis's string2ll refuses ("+5", "007", "-0") gets Redis's
+// own "value is not an integer or out of range", as SET ... EX +5 does. The
+// contract keeps "invalid expire time" for the rest: a number that is not an
+// integer ("1.5", "abc"), one out of range, zero or negative, a time past.
+func (o options) expiry(nowMs int64, cmd string) (backend.Expiry, Reply, bool) {
 	if o.keepTTL {
-		return backend.Expiry{Kind: backend.KeepTTL}, true
+		return backend.Expiry{Kind: backend.KeepTTL}, Reply{}, true
 	}
 	if o.ttlWord == nil {
-		return backend.Expiry{}, true
+		return backend.Expiry{}, Reply{}, true
 	}
-	n, err := strconv.ParseInt(string(o.ttlArg), 10, 64)
-	if err != nil || n <= 0 {
-		return backend.Expiry{}, false
+	n, ok := parseInt(o.ttlArg)
+	if !ok && numeral(o.ttlArg) && !overflows(o.ttlArg) {
+		return backend.Expiry{}, errReply(errNotInteger), false
+	}
+	invalid := invalidExpire(cmd)
+	if !ok || n <= 0 {
+		return backend.Expiry{}, invalid, false
 	}
 	if o.ttlWord[0]|0x20 == 'e' { // EX, EXAT count seconds
-
 		if n > math.MaxInt64/1000 {
-			return backend.Expiry{}, false
+			return backend.Expiry{}, invalid, false
 		}
 		n *= 1000
 	}
 	if len(o.ttlWord) == 2 { // EX, PX
 		if n > maxTTLAt-nowMs {
-			return backend.Expiry{}, false
+			return backend.Expiry{}, invalid, false
 		}
-		return backend.Expiry{Kind: backend.ExpireAfter, Millis: n}, true
+		return backend.Expiry{Kind: backend.ExpireAfter, Millis: n}, Reply{}, true
 	}
 	if n <= nowMs || n > maxTTLAt {
-		return backend.Expiry{}, false
+		return backend.Expiry{}, invalid, false
 	}
-	return backend.Expiry{Kind: backend.ExpireAt, Millis: n}, true
+	return backend.Expiry{Kind: backend.ExpireAt, Millis: n}, Reply{}, true
 }
 
 func wrongArgs(name string) Reply { return errReply(fmt.Sprintf(wrongArgsFormat, name)) }

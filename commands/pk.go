@@ -22,9 +22,9 @@ func (h *Handler) parsePrepare(args [][]byte) (backend.Op, Reply, bool) {
 	if r, ok := h.checkValues(value); !ok {
 		return backend.Op{}, r, false
 	}
-	exp, ok := o.expiry(h.nowMs())
+	exp, r, ok := o.expiry(h.nowMs(), "pk.prepare")
 	if !ok {
-		return backend.Op{}, invalidExpire("pk.prepare"), false
+		return backend.Op{}, r, false
 	}
 	return backend.Op{Kind: backend.OpPrepare, NS: string(ns), Key: key, Value: value, Exp: exp}, Reply{}, true
 }
@@ -76,9 +76,9 @@ func (h *Handler) parseReprepare(args [][]byte) (backend.Op, Reply, bool) {
 	if r, ok := h.checkValues(value, o.ifeq.Value); !ok {
 		return backend.Op{}, r, false
 	}
-	exp, ok := o.expiry(h.nowMs())
+	exp, r, ok := o.expiry(h.nowMs(), "pk.reprepare")
 	if !ok {
-		return backend.Op{}, invalidExpire("pk.reprepare"), false
+		return backend.Op{}, r, false
 	}
 	if !o.hasFrom {
 		return backend.Op{Kind: backend.OpReprepare, NS: string(ns), Key: key, Value: value, Cond: o.ifeq, Exp: exp}, Reply{}, true
