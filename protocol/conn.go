@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"strings"
 
@@ -20,6 +21,10 @@ type conn struct {
 	batcher *batcher // the loop's; nil when the store does not batch
 	guard   framingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
+	// refused is the guard's protocol error, answered once the requests
+	// before refusedAt (in gnet's input buffer) are.
+	refused   string
+	refusedAt int
 	out     writer
 	id      int64
 	authed  bool
@@ -71,13 +76,17 @@ func (c *conn) limits() limits {
 // reports whether the connection is to be closed.
 func (c *conn) serve() (closeIt bool) {
 	buf, _ := c.gc.Peek(-1)
-	if c.scanned < len(buf) {
+	if c.refused == "" && c.scanned < len(buf) {
 		// Framing limits are checked on bytes as they arrive, before any
-		// request is parsed.
-		if msg := c.guard.scan(buf[c.scanned:]); msg != "" {
-			return c.fail(msg)
+		// request is parsed. The complete requests before a refusal are
+		// answered first, as Redis does; nothing after it is read.
+		if msg, at := c.guard.scan(buf[c.scanned:]); msg != "" {
+			c.refused, c.refusedAt = msg, c.scanned+at
 		}
 		c.scanned = len(buf)
+	}
+	if c.refused != "" {
+		buf = buf[:c.refusedAt]
 	}
 	off := 0
 	for !c.busy && !c.quit && off < len(buf) {
@@ -95,6 +104,13 @@ func (c *conn) serve() (closeIt bool) {
 		}
 		off = len(buf) - len(rest)
 		c.argsBuf = args[:0]
+		if len(args) > 0 && crossProtocol(args[0]) {
+			c.srv.cfg.Logger.Warn("possible cross-protocol attack: a client sent "+
+				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
+				"id", c.id, "addr", c.gc.RemoteAddr().String())
+			c.out.b = c.out.b[:0] // nothing more reaches a browser either
+			return true
+		}
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
 		case c.batched(args[0]):
@@ -109,9 +125,21 @@ func (c *conn) serve() (closeIt bool) {
 	if off > 0 { // Discard(0) would drop it all
 		_, _ = c.gc.Discard(off)
 		c.scanned -= off
+		c.refusedAt -= off
 	}
 	if c.busy {
 		return false // flushed when it went busy; out is not the loop's now
+	}
+	if c.refused != "" && !c.quit {
+		// Every request before the refused framing is answered.
+		if c.guard.preAuth && c.authed {
+			// An AUTH among them lifted the limits that refused it: the
+			// rest is scanned again, from the request it begins with.
+			c.guard = framingGuard{lim: c.limits}
+			c.refused, c.scanned = "", 0
+			return c.serve()
+		}
+		return c.fail(c.refused)
 	}
 	c.flush()
 	if c.gc.OutboundBuffered() > maxOutbound {
@@ -119,6 +147,16 @@ func (c *conn) serve() (closeIt bool) {
 		return true
 	}
 	return c.quit || c.srv.closing.Load()
+}
+
+// crossProtocol reports whether name is the first word of an HTTP request
+// line or header that a browser sends (POST, Host:). A web page can make a
+// browser send to the sidecar's port; Redis closes such connections at once
+// (securityWarningCommand), as the sidecar does, rather than run the RESP
+// commands that an HTTP body may carry.
+func crossProtocol(name []byte) bool {
+	return bytes.EqualFold(name, []byte("post")) ||
+		len(name) >= 5 && bytes.EqualFold(name[:5], []byte("host:"))
 }
 
 // fail answers a protocol error and has the connection closed, as Redis

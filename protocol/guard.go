@@ -35,6 +35,10 @@ type framingGuard struct {
 	args   int    // bulks left in the current request
 	skip   int    // bulk bytes (with CRLF) left to pass through
 	inline int    // bytes of the current inline command
+
+	// preAuth is set when scan refused framing under the limits before
+	// AUTH: if an AUTH ahead of it succeeds, it is scanned again.
+	preAuth bool
 }
 
 type guardState uint8
@@ -52,8 +56,16 @@ const (
 const maxHeader = 20
 
 // scan advances the framing state over b. It returns the protocol error to
-// send, or "". Malformed framing it leaves to redcon, which rejects it.
-func (g *framingGuard) scan(b []byte) string {
+// send, or "", and where in b the error is: the requests complete before
+// it are answered first, as Redis does. Malformed framing it leaves to
+// redcon, which rejects it.
+func (g *framingGuard) scan(b []byte) (msg string, at int) {
+	msg, at = g.scanAt(b)
+	g.preAuth = msg != "" && g.lim().preAuth
+	return msg, at
+}
+
+func (g *framingGuard) scanAt(b []byte) (string, int) {
 	lim := g.lim()
 	for i := 0; i < len(b); i++ {
 		c := b[i]
@@ -68,25 +80,25 @@ func (g *framingGuard) scan(b []byte) string {
 			if c == '\n' {
 				g.state = atRequest
 			} else if g.inline++; g.inline > lim.maxBulk {
-				return "too big inline request"
+				return "too big inline request", i
 			}
 		case inArrayHeader, inBulkHeader:
 			if c != '\n' {
 				if g.line = append(g.line, c); len(g.line) > maxHeader {
-					return "too big length header"
+					return "too big length header", i
 				}
 				continue
 			}
 			n, err := strconv.Atoi(string(trimCR(g.line)))
 			if err != nil || n < 0 {
 				if g.state == inArrayHeader {
-					return "invalid multibulk length"
+					return "invalid multibulk length", i
 				}
-				return "invalid bulk length"
+				return "invalid bulk length", i
 			}
 			if g.state == inArrayHeader {
 				if n > lim.maxArgs {
-					return tooBig(lim, "multibulk length")
+					return tooBig(lim, "multibulk length"), i
 				}
 				g.args = n
 				g.state = atBulkHeader
@@ -96,12 +108,12 @@ func (g *framingGuard) scan(b []byte) string {
 				continue
 			}
 			if n > lim.maxBulk {
-				return tooBig(lim, "bulk length")
+				return tooBig(lim, "bulk length"), i
 			}
 			g.skip, g.state = n+2, inBulkBody
 		case atBulkHeader:
 			if c != '$' {
-				return "expected '$', got '" + string([]byte{c}) + "'"
+				return "expected '$', got '" + string([]byte{c}) + "'", i
 			}
 			g.state, g.line = inBulkHeader, g.line[:0]
 		case inBulkBody:
@@ -117,7 +129,7 @@ func (g *framingGuard) scan(b []byte) string {
 			}
 		}
 	}
-	return ""
+	return "", 0
 }
 
 func tooBig(lim limits, what string) string {

@@ -25,7 +25,7 @@ func scanAll(stream string, lim limits, seed uint64) string {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for len(stream) > 0 {
 		n := 1 + rng.IntN(min(len(stream), 7))
-		if msg := g.scan([]byte(stream[:n])); msg != "" {
+		if msg, _ := g.scan([]byte(stream[:n])); msg != "" {
 			return msg
 		}
 		stream = stream[n:]
