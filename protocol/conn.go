@@ -25,12 +25,12 @@ type conn struct {
 	// before refusedAt (in gnet's input buffer) are.
 	refused   string
 	refusedAt int
-	out     writer
-	id      int64
-	authed  bool
-	name    string
-	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
-	quit    bool
+	out       writer
+	id        int64
+	authed    bool
+	name      string
+	lib       [2]string // CLIENT SETINFO lib-name, lib-ver
+	quit      bool
 
 	// busy is set while a run of this connection is with the store; input
 	// waits in gnet's buffer, unparsed, until its replies are written, so
