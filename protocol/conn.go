@@ -21,16 +21,17 @@ type conn struct {
 	batcher *batcher // the loop's; nil when the store does not batch
 	guard   framingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
+	out     writer
+	id      int64
+	authed  bool
+	name    string
+	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
+	quit    bool
+
 	// refused is the guard's protocol error, answered once the requests
 	// before refusedAt (in gnet's input buffer) are.
 	refused   string
 	refusedAt int
-	out       writer
-	id        int64
-	authed    bool
-	name      string
-	lib       [2]string // CLIENT SETINFO lib-name, lib-ver
-	quit      bool
 
 	// busy is set while a run of this connection is with the store; input
 	// waits in gnet's buffer, unparsed, until its replies are written, so
