@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/tidwall/redcon"
@@ -27,6 +28,8 @@ type conn struct {
 	name    string
 	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
 	quit    bool
+
+	active time.Time // when the client last sent something (IdleTimeout)
 
 	// refused is the guard's protocol error, answered once the requests
 	// before refusedAt (in gnet's input buffer) are.
@@ -66,7 +69,7 @@ func newConn(s *Server) *conn {
 
 func (c *conn) limits() limits {
 	if !c.authed {
-		return limits{maxArgs: preAuthMaxArgs, maxBulk: preAuthMaxBulk, preAuth: true}
+		return limits{maxArgs: preAuthMaxArgs, maxBulk: preAuthMaxBulk, maxRequest: preAuthMaxRequest, preAuth: true}
 	}
 	return limits{maxArgs: c.srv.cfg.MaxArgs, maxBulk: c.srv.cfg.MaxBulk}
 }
@@ -122,6 +125,12 @@ func (c *conn) serve() (closeIt bool) {
 		default:
 			c.dispatch(args)
 		}
+		if len(c.out.b) >= flushAt {
+			c.flush()
+			if c.unread() {
+				return true
+			}
+		}
 	}
 	if off > 0 { // Discard(0) would drop it all
 		_, _ = c.gc.Discard(off)
@@ -143,11 +152,30 @@ func (c *conn) serve() (closeIt bool) {
 		return c.fail(c.refused)
 	}
 	c.flush()
-	if c.gc.OutboundBuffered() > maxOutbound {
-		c.srv.cfg.Logger.Warn("closing a client that does not read its replies", "id", c.id, "buffered", c.gc.OutboundBuffered())
+	if c.unread() {
 		return true
 	}
 	return c.quit || c.srv.closing.Load()
+}
+
+// flushAt is how many bytes of replies serve builds before it writes them:
+// so a long pipeline's replies never wait in out, only in gnet's buffer,
+// which unread bounds.
+const flushAt = 64 << 10
+
+// unread reports whether the connection leaves more replies unread than it
+// may (preAuthMaxOutput before AUTH, maxOutbound after), and logs why it
+// is closed.
+func (c *conn) unread() bool {
+	limit, why := maxOutbound, "closing a client that does not read its replies"
+	if !c.authed {
+		limit, why = preAuthMaxOutput, "closing a client that does not read its replies before AUTH"
+	}
+	if n := c.gc.OutboundBuffered(); n > limit {
+		c.srv.cfg.Logger.Warn(why, "id", c.id, "buffered", n, "limit", limit)
+		return true
+	}
+	return false
 }
 
 // crossProtocol reports whether name is the first word of an HTTP request

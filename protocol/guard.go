@@ -9,15 +9,22 @@ import (
 // the sidecar buffer megabytes; after it they still bound the memory one
 // request can take.
 type limits struct {
-	maxArgs int
-	maxBulk int
-	preAuth bool // names the errors as Redis does before AUTH
+	maxArgs    int
+	maxBulk    int
+	maxRequest int  // bytes of one request, framing included; 0: no bound
+	preAuth    bool // names the errors as Redis does before AUTH
 }
 
-// Before AUTH where a password is set.
+// Before AUTH where a password is set. A connection before AUTH is never
+// busy (it runs no PK command), so the request being read is all of its
+// input the sidecar holds: at most preAuthMaxRequest, plus the rest of the
+// read that brought it past (gnet reads 64 KiB at a time). Its replies
+// are bounded by preAuthMaxOutput.
 const (
-	preAuthMaxArgs = 16
-	preAuthMaxBulk = 64 << 10
+	preAuthMaxArgs    = 16
+	preAuthMaxBulk    = 64 << 10
+	preAuthMaxRequest = 64 << 10
+	preAuthMaxOutput  = 64 << 10
 )
 
 // framingGuard watches the request framing as bytes arrive, before they are
@@ -35,6 +42,7 @@ type framingGuard struct {
 	args   int    // bulks left in the current request
 	skip   int    // bulk bytes (with CRLF) left to pass through
 	inline int    // bytes of the current inline command
+	req    int    // bytes of the current request
 
 	// preAuth is set when scan refused framing under the limits before
 	// AUTH: if an AUTH ahead of it succeeds, it is scanned again.
@@ -69,6 +77,17 @@ func (g *framingGuard) scanAt(b []byte) (string, int) {
 	lim := g.lim()
 	for i := 0; i < len(b); i++ {
 		c := b[i]
+		if g.state == atRequest {
+			g.req = 0
+		}
+		if g.state == inBulkBody {
+			g.req += min(g.skip, len(b)-i)
+		} else {
+			g.req++
+		}
+		if lim.maxRequest > 0 && g.req > lim.maxRequest {
+			return tooBig(lim, "request length"), i
+		}
 		switch g.state {
 		case atRequest:
 			if c == '*' {

@@ -26,7 +26,7 @@ func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.None
 	}
 	c := gc.Context().(*conn)
-	c.gc, c.loop = gc, gc.EventLoop()
+	c.gc, c.loop, c.active = gc, gc.EventLoop(), time.Now()
 	c.batcher = e.s.batcherFor(c.loop)
 	if e.s.closing.Load() {
 		return nil, gnet.Close
@@ -53,6 +53,7 @@ func (e loopEvents) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.None
 	}
 	c := gc.Context().(*conn)
+	c.active = time.Now()
 	if c.busy {
 		// Input waits in gnet's buffer until the run is back, within bounds.
 		if gc.InboundBuffered() > max(minInboundLimit, 2*e.s.cfg.MaxBulk) {

@@ -73,6 +73,9 @@ type Config struct {
 	// PK commands are answered as they are read; otherwise they go to the
 	// store in batches (see batcher).
 	InlineStore bool
+	// IdleTimeout, when positive, closes a client connection that has sent
+	// nothing for that long and waits on no store work (Redis's timeout).
+	IdleTimeout time.Duration
 	// Wire, when set, is how each event loop reaches the store itself
 	// (see Wire); Handler.Batch remains for when that connection is down.
 	Wire   Wire
@@ -143,6 +146,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln, s.loops = ln, loops
 	s.mu.Unlock()
+	if s.cfg.IdleTimeout > 0 {
+		go s.closeIdle()
+	}
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -258,4 +264,40 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	clear(s.batchers)
 	s.mu.Unlock()
 	return err
+}
+
+// closeIdle closes, about every second, the client connections idle for
+// longer than IdleTimeout, as Redis's clientsCron does with timeout. A
+// connection whose commands are at the store is not idle.
+func (s *Server) closeIdle() {
+	t := time.NewTicker(min(s.cfg.IdleTimeout/2, time.Second))
+	defer t.Stop()
+	type idle struct {
+		c *conn
+		h gnet.Conn
+	}
+	var list []idle
+	for range t.C {
+		if s.closing.Load() {
+			return
+		}
+		list = list[:0]
+		s.mu.Lock()
+		for c := range s.conns {
+			if c.handle != nil {
+				list = append(list, idle{c, c.handle})
+			}
+		}
+		s.mu.Unlock()
+		for _, i := range list {
+			c := i.c
+			_ = i.h.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				if !c.closed && !c.busy && time.Since(c.active) > s.cfg.IdleTimeout {
+					s.cfg.Logger.Debug("closing an idle client", "id", c.id, "timeout", s.cfg.IdleTimeout)
+					_ = c.loop.Close(c.gc)
+				}
+				return nil
+			}))
+		}
+	}
 }

@@ -22,6 +22,7 @@ type config struct {
 	maxValueBytes  int
 	maxClients     int
 	eventLoops     int
+	idleTimeout    int
 	logFormat      string
 	logLevel       string
 }
@@ -46,6 +47,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.IntVar(&c.maxValueBytes, "max-value-bytes", 65536, "largest value in bytes")
 	fs.IntVar(&c.maxClients, "max-clients", 10000, "most client connections at once")
 	fs.IntVar(&c.eventLoops, "event-loops", 1, "event loops (threads) serving client connections; as Redis, one serves most loads")
+	fs.IntVar(&c.idleTimeout, "timeout", 0, "close a client connection idle this many `seconds` (0: never), as Redis's timeout")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
@@ -93,6 +95,8 @@ func (c config) check() error {
 		return fmt.Errorf("--max-clients must be at least 1, got %d", c.maxClients)
 	case c.eventLoops < 1 || c.eventLoops > 256:
 		return fmt.Errorf("--event-loops must be between 1 and 256, got %d", c.eventLoops)
+	case c.idleTimeout < 0:
+		return fmt.Errorf("--timeout must not be negative, got %d", c.idleTimeout)
 	case c.retention < 0:
 		return fmt.Errorf("--expired-retention must not be negative, got %s", c.retention)
 	case c.backendTimeout <= 0:

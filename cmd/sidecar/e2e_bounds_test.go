@@ -1,8 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -115,5 +121,128 @@ func (r *raw) closedOrReset() {
 	_, err := io.Copy(io.Discard, r.rd)
 	if err != nil {
 		require.ErrorIs(r.t, err, syscall.ECONNRESET)
+	}
+}
+
+// procStatus reads a field of /proc/<pid>/status in bytes: VmRSS (now) or
+// VmHWM (the peak so far).
+func procStatus(t testing.TB, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			require.NoError(t, err, line)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+const mib = 1 << 20
+
+// TestPreAuthMemory: before AUTH a connection holds at most 64 KiB of
+// input and 64 KiB of unread replies, then is closed. The loads of issue 9
+// (4 connections that send PINGs and never read; 100 connections each
+// holding an incomplete request of 16 × 64 KiB) grew the sidecar by
+// hundreds of MiB.
+func TestPreAuthMemory(t *testing.T) {
+	s := start(t, "--backend", "memory:", "--requirepass", "pw")
+	pid := s.cmd.Process.Pid
+	before := procStatus(t, pid, "VmRSS")
+
+	var wg sync.WaitGroup
+	closed := make(chan error, 104)
+	// Never reading: the replies (-NOAUTH) pile up.
+	pings := []byte(strings.Repeat(resp("PING"), 1000))
+	for range 4 {
+		nc, err := net.Dial("tcp", s.addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { nc.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = nc.SetWriteDeadline(time.Now().Add(60 * time.Second))
+			for {
+				if _, err := nc.Write(pings); err != nil {
+					closed <- err
+					return
+				}
+			}
+		}()
+	}
+	// An incomplete but legal request: 15 bulks of 64 KiB and a last one
+	// cut short.
+	bulk := "$65536\r\n" + strings.Repeat("x", 65536) + "\r\n"
+	partial := "*16\r\n" + strings.Repeat(bulk, 15) + "$65536\r\nxx"
+	for range 100 {
+		nc, err := net.Dial("tcp", s.addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { nc.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = nc.SetDeadline(time.Now().Add(60 * time.Second))
+			_, _ = nc.Write([]byte(partial)) // may fail once refused
+			// The sidecar answers the refusal and closes.
+			got, err := io.ReadAll(nc)
+			if err == nil || errors.Is(err, syscall.ECONNRESET) {
+				if err == nil && string(got) != "-ERR Protocol error: unauthenticated request length\r\n" {
+					err = fmt.Errorf("reply %q", got)
+				} else {
+					err = nil
+				}
+			}
+			closed <- err
+		}()
+	}
+	wg.Wait()
+	close(closed)
+	for err := range closed {
+		if err != nil && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("a connection was not closed by the sidecar: %v", err)
+		}
+	}
+	peak := procStatus(t, pid, "VmHWM")
+	t.Logf("RSS before %d MiB, peak %d MiB", before/mib, peak/mib)
+	require.Less(t, peak-before, int64(48*mib), "RSS before %d MiB, peak %d MiB", before/mib, peak/mib)
+	require.Contains(t, s.logs(), "closing a client that does not read its replies before AUTH")
+
+	r := s.raw(t)
+	r.do("+OK\r\n", "AUTH", "pw")
+	r.do("+PONG\r\n", "PING")
+}
+
+// TestIdleTimeout: --timeout closes a connection idle that long; one that
+// sends keeps its connection.
+func TestIdleTimeout(t *testing.T) {
+	s := start(t, "--backend", "memory:", "--timeout", "1")
+	idle := s.raw(t)
+	idle.do("+PONG\r\n", "PING")
+	busy := s.raw(t)
+	idleClosed := make(chan struct{})
+	go func() {
+		_ = idle.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := idle.rd.ReadByte()
+		if errors.Is(err, io.EOF) {
+			close(idleClosed)
+		}
+	}()
+	began := time.Now()
+	for {
+		busy.do("+PONG\r\n", "PING")
+		select {
+		case <-idleClosed:
+			// The busy one was never idle for a second: still open.
+			busy.do("+PONG\r\n", "PING")
+			require.GreaterOrEqual(t, time.Since(began), time.Second)
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		require.Less(t, time.Since(began), 10*time.Second, "the idle connection was not closed")
 	}
 }

@@ -71,6 +71,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		Password:   cfg.requirePass,
 		MaxClients: cfg.maxClients,
 		EventLoops: cfg.eventLoops,
+		// Redis's timeout: seconds a client may stay idle (0: forever).
+		IdleTimeout: time.Duration(cfg.idleTimeout) * time.Second,
 		// A bulk this far past the limits is a framing-level refusal (as
 		// Redis's proto-max-bulk-len); smaller ones get the limit's error.
 		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
