@@ -1,5 +1,5 @@
 # prepkey: the usual entry points. `make test` is what CI runs.
-.PHONY: build run test test-race bench fuzz vet fmt clean
+.PHONY: build run test test-long test-race bench fuzz vet fmt clean
 
 build:
 	go build -o bin/sidecar ./cmd/sidecar
@@ -12,6 +12,11 @@ run:
 # Starts the Redis and FerretDB servers the tests need, then runs every test.
 test:
 	scripts/test.sh
+
+# The linearizability checks (docs/linearizability.md) with longer
+# histories and more of them than `make test` runs; PK_LIN_SEED=n replays.
+test-long:
+	PK_LIN_LONG=1 scripts/test.sh -run 'TestLineariz' -v ./cmd/sidecar/
 
 # The race detector over the packages whose concurrency is their own.
 test-race:
