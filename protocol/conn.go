@@ -28,6 +28,7 @@ type conn struct {
 	name    string
 	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
 	quit    bool
+	tx      tx // between MULTI and EXEC (multi.go)
 
 	active time.Time // when the client last sent something (IdleTimeout)
 
@@ -117,6 +118,8 @@ func (c *conn) serve() (closeIt bool) {
 		}
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
+		case c.tx.on:
+			c.queue(args)
 		case c.batched(args[0]):
 			c.runRaw, c.runFlat, c.runArgs = c.runRaw[:0], c.runFlat[:0], c.runArgs[:0]
 			c.keep(args)

@@ -30,6 +30,12 @@ func connCommandTable() map[string]connCmd {
 		"client":  {arity: -2, run: (*conn).client},
 		"command": {arity: -1, run: (*conn).command},
 		"info":    {arity: -1, run: (*conn).info, offLoop: true},
+		// Transactions (multi.go); inside MULTI, queue answers these.
+		"multi":   {arity: 1, run: (*conn).multi},
+		"exec":    {arity: 1, run: (*conn).execCmd},
+		"discard": {arity: 1, run: (*conn).discardCmd},
+		"watch":   {arity: -2, run: (*conn).watch},
+		"unwatch": {arity: 1, run: (*conn).watch},
 	}
 }
 

@@ -42,6 +42,12 @@ type Handler interface {
 	// Calls parses and validates PK commands for a Wire, answering the
 	// refused ones.
 	Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls
+	// Check checks a PK command queued in a transaction without running
+	// it; ok is false with its error reply when it is refused.
+	Check(args [][]byte) (r commands.Reply, ok bool)
+	// Exec runs the PK commands of a transaction as one isolated unit;
+	// ok is false with EXEC's own reply when the block does not run.
+	Exec(ctx context.Context, cmds [][][]byte, replies []commands.Reply) (abort commands.Reply, ok bool)
 }
 
 // Pinger reports whether the backend can serve now (INFO's backend_ready).

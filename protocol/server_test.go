@@ -47,7 +47,7 @@ func (h *echoHandler) answer(args [][]byte) commands.Reply {
 		return commands.Reply{Kind: commands.Error, Text: "ERR wrong number of arguments"}
 	}
 	n, err := strconv.ParseInt(string(args[1]), 10, 64)
-	if err != nil {
+	if err != nil && string(args[1]) != "fail" {
 		return commands.Reply{Kind: commands.Error, Text: "ERR not a number"}
 	}
 	return commands.Reply{Kind: commands.Int, Int: n}
@@ -74,6 +74,24 @@ func (h *echoHandler) Calls(cmds [][][]byte, replies []commands.Reply) commands.
 		replies[i] = h.answer(args)
 	}
 	return commands.Calls{}
+}
+
+// Check refuses what answer refuses.
+func (h *echoHandler) Check(args [][]byte) (commands.Reply, bool) {
+	r := h.answer(args)
+	return r, r.Kind != commands.Error
+}
+
+// Exec answers a block as Batch would; a block holding "PK.ECHO fail"
+// fails as a whole, as a store that fails during EXEC.
+func (h *echoHandler) Exec(ctx context.Context, cmds [][][]byte, replies []commands.Reply) (commands.Reply, bool) {
+	for _, args := range cmds {
+		if len(args) > 1 && string(args[1]) == "fail" {
+			return commands.Reply{Kind: commands.Error, Text: "UNAVAILABLE fake: failed"}, false
+		}
+	}
+	h.Batch(ctx, cmds, replies)
+	return commands.Reply{}, true
 }
 
 type readyPinger struct{}

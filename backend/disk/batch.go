@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -58,17 +59,7 @@ func (s *Store) batch(ctx context.Context, ops []backend.Op, res []backend.Resul
 			}
 		}
 	}()
-	keys := make([][2][]byte, len(ops)) // record keys of each op: its key, a Move's old key
-	idx := make([]int, 0, len(ops)+len(ops)/4)
-	for i := range ops {
-		op := &ops[i]
-		keys[i][0] = recordKey(op.NS, op.Key)
-		idx = append(idx, s.stripe(keys[i][0]))
-		if op.Kind == backend.OpMove {
-			keys[i][1] = recordKey(op.NS, op.OldKey)
-			idx = append(idx, s.stripe(keys[i][1]))
-		}
-	}
+	keys, idx := s.recordKeys(ops)
 	unlock, err := s.lockAll(ctx, idx)
 	defer unlock()
 	if err != nil {
@@ -82,6 +73,55 @@ func (s *Store) batch(ctx context.Context, ops []backend.Op, res []backend.Resul
 			b.Close()
 			return t.err
 		}
+	}
+	if b.Empty() {
+		b.Close()
+		return nil
+	}
+	return s.commit(b)
+}
+
+// recordKeys returns the record keys of each op (its key, and a Move's old
+// key) and their stripes, for lockAll.
+func (s *Store) recordKeys(ops []backend.Op) (keys [][2][]byte, idx []int) {
+	keys = make([][2][]byte, len(ops))
+	idx = make([]int, 0, len(ops)+len(ops)/4)
+	for i := range ops {
+		op := &ops[i]
+		keys[i][0] = recordKey(op.NS, op.Key)
+		idx = append(idx, s.stripe(keys[i][0]))
+		if op.Kind == backend.OpMove {
+			keys[i][1] = recordKey(op.NS, op.OldKey)
+			idx = append(idx, s.stripe(keys[i][1]))
+		}
+	}
+	return keys, idx
+}
+
+// Exec implements commands.Execer: it runs a transaction's ops as one
+// isolated unit, all or nothing on disk. As a Batch chunk does, it takes
+// the stripes of every key of the block in index order (no deadlock with
+// Moves, batches or other blocks), runs the ops in order through one
+// indexed batch, so each sees the writes of those before it, commits that
+// batch with one fsync and only then lets go of the stripes. Unlike Batch
+// it is never split, and a failure of any op drops the whole batch: the
+// block is then not written at all and Exec returns the error.
+func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error {
+	keys, idx := s.recordKeys(ops)
+	unlock, err := s.lockAll(ctx, idx)
+	defer unlock()
+	if err != nil {
+		return err
+	}
+	b := s.db.NewIndexedBatch()
+	t := &txn{db: s.db, r: b, b: b}
+	for i := range ops {
+		r := s.exec(t, &ops[i], keys[i][0], keys[i][1])
+		if err := cmp.Or(t.err, r.Err); err != nil {
+			b.Close()
+			return err
+		}
+		res[i] = r
 	}
 	if b.Empty() {
 		b.Close()

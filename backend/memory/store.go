@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,17 +88,21 @@ func (s *Store) Prepare(_ context.Context, ns string, key, value []byte, exp bac
 	sh := &s.shards[s.shardOf(k)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	nowMs := s.nowMs()
+	return s.prepare(sh, k, value, exp, s.nowMs()), nil
+}
+
+// prepare is Prepare with sh, the shard of k, held.
+func (s *Store) prepare(sh *shard, k, value []byte, exp backend.Expiry, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
 	switch {
 	case en == nil:
 		sh.put(k, value, exp.TTLAt(nowMs, backend.Forever))
 	case backend.LiveAt(en.ttlAt, nowMs):
-		return false, nil
+		return false
 	default:
 		sh.replace(en, value, exp.TTLAt(nowMs, backend.Forever))
 	}
-	return true, nil
+	return true
 }
 
 // Get implements commands.Store.
@@ -106,14 +112,19 @@ func (s *Store) Get(_ context.Context, ns string, key []byte) (backend.Record, b
 	sh := &s.shards[s.shardOf(k)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	nowMs := s.nowMs()
+	rec, ok := s.get(sh, k, s.nowMs())
+	return rec, ok, nil
+}
+
+// get is Get with sh, the shard of k, held.
+func (s *Store) get(sh *shard, k []byte, nowMs int64) (backend.Record, bool) {
 	en := sh.lookup(k, nowMs, &s.opts)
 	if en == nil {
-		return backend.Record{}, false, nil
+		return backend.Record{}, false
 	}
 	// The value is replaced, never written in place, so handing it out
 	// without a copy is safe as long as the caller does not write to it.
-	return backend.Record{Value: en.value, TTLAt: en.ttlAt, Live: backend.LiveAt(en.ttlAt, nowMs)}, true, nil
+	return backend.Record{Value: en.value, TTLAt: en.ttlAt, Live: backend.LiveAt(en.ttlAt, nowMs)}, true
 }
 
 // Rollback implements commands.Store.
@@ -123,12 +134,17 @@ func (s *Store) Rollback(_ context.Context, ns string, key []byte, ifeq backend.
 	sh := &s.shards[s.shardOf(k)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	en := sh.lookup(k, s.nowMs(), &s.opts)
+	return s.rollback(sh, k, ifeq, s.nowMs()), nil
+}
+
+// rollback is Rollback with sh, the shard of k, held.
+func (s *Store) rollback(sh *shard, k []byte, ifeq backend.Cond, nowMs int64) bool {
+	en := sh.lookup(k, nowMs, &s.opts)
 	if en == nil || !ifeq.Holds(en.value) {
-		return false, nil
+		return false
 	}
 	sh.remove(en)
-	return true, nil
+	return true
 }
 
 // Reprepare implements commands.Store.
@@ -138,13 +154,17 @@ func (s *Store) Reprepare(_ context.Context, ns string, key, value []byte, ifeq 
 	sh := &s.shards[s.shardOf(k)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	nowMs := s.nowMs()
+	return s.reprepare(sh, k, value, ifeq, exp, s.nowMs()), nil
+}
+
+// reprepare is Reprepare with sh, the shard of k, held.
+func (s *Store) reprepare(sh *shard, k, value []byte, ifeq backend.Cond, exp backend.Expiry, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
 	if en == nil || !backend.LiveAt(en.ttlAt, nowMs) || !ifeq.Holds(en.value) {
-		return false, nil
+		return false
 	}
 	sh.replace(en, value, exp.TTLAt(nowMs, en.ttlAt))
-	return true, nil
+	return true
 }
 
 // Move implements commands.Store. It is atomic: both keys' shards are
@@ -153,32 +173,22 @@ func (s *Store) Move(_ context.Context, ns string, newKey, newValue, oldKey, old
 	var nbuf, obuf [128]byte
 	nk, okey := mapKey(nbuf[:], ns, newKey), mapKey(obuf[:], ns, oldKey)
 	ni, oi := s.shardOf(nk), s.shardOf(okey)
-	nsh, osh := &s.shards[ni], &s.shards[oi]
-	switch {
-	case ni == oi:
-		nsh.mu.Lock()
-		defer nsh.mu.Unlock()
-	case ni < oi:
-		nsh.mu.Lock()
-		defer nsh.mu.Unlock()
-		osh.mu.Lock()
-		defer osh.mu.Unlock()
-	default:
-		osh.mu.Lock()
-		defer osh.mu.Unlock()
-		nsh.mu.Lock()
-		defer nsh.mu.Unlock()
-	}
-	nowMs := s.nowMs()
+	unlock := s.lockShards([]int{ni, oi})
+	defer unlock()
+	return s.move(&s.shards[ni], nk, newValue, &s.shards[oi], okey, oldValue, exp, s.nowMs()), nil
+}
+
+// move is Move with nsh, the shard of nk, and osh, that of okey, held.
+func (s *Store) move(nsh *shard, nk, newValue []byte, osh *shard, okey, oldValue []byte, exp backend.Expiry, nowMs int64) backend.MoveResult {
 	// As PREPARE newKey then ROLLBACK oldKey IFEQ: a taken newKey answers
 	// first.
 	nen := nsh.lookup(nk, nowMs, &s.opts)
 	if nen != nil && backend.LiveAt(nen.ttlAt, nowMs) {
-		return backend.NewKeyTaken, nil
+		return backend.NewKeyTaken
 	}
 	oen := osh.lookup(okey, nowMs, &s.opts)
 	if oen == nil || !bytes.Equal(oen.value, oldValue) {
-		return backend.OldKeyMismatch, nil
+		return backend.OldKeyMismatch
 	}
 	osh.remove(oen)
 	ttlAt := exp.TTLAt(nowMs, backend.Forever)
@@ -187,7 +197,81 @@ func (s *Store) Move(_ context.Context, ns string, newKey, newValue, oldKey, old
 	} else {
 		nsh.replace(nen, newValue, ttlAt)
 	}
-	return backend.Moved, nil
+	return backend.Moved
+}
+
+// lockShards locks the shards idx (in any order, with repeats) in index
+// order, each once, so that a Move or a transaction cannot deadlock with
+// another over the same shards. It sorts idx; the caller must call unlock.
+func (s *Store) lockShards(idx []int) (unlock func()) {
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		s.shards[i].mu.Lock()
+	}
+	return func() {
+		for _, i := range slices.Backward(idx) {
+			s.shards[i].mu.Unlock()
+		}
+	}
+}
+
+// Exec implements commands.Execer: it runs a transaction's ops as one
+// isolated unit. It locks the shards of every key of the block (in index
+// order, as Move does, so that blocks and Moves cannot deadlock), runs the
+// ops in order on one clock reading, and only then lets go: no other
+// command sees the keys between two ops of the block.
+func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	keys := make([][2][]byte, len(ops)) // each op's key, and a Move's old key
+	idx := make([]int, 0, len(ops)+1)
+	for i := range ops {
+		op := &ops[i]
+		if !knownOp(op.Kind) {
+			return fmt.Errorf("memory: exec: unknown op kind %d", op.Kind)
+		}
+		keys[i][0] = mapKey(nil, op.NS, op.Key)
+		idx = append(idx, s.shardOf(keys[i][0]))
+		if op.Kind == backend.OpMove {
+			keys[i][1] = mapKey(nil, op.NS, op.OldKey)
+			idx = append(idx, s.shardOf(keys[i][1]))
+		}
+	}
+	unlock := s.lockShards(idx)
+	defer unlock()
+	nowMs := s.nowMs()
+	for i := range ops {
+		op, k := &ops[i], keys[i][0]
+		sh := &s.shards[s.shardOf(k)]
+		var r backend.Result
+		switch op.Kind {
+		case backend.OpPrepare:
+			r.OK = s.prepare(sh, k, op.Value, op.Exp, nowMs)
+		case backend.OpGet:
+			r.Record, r.Found = s.get(sh, k, nowMs)
+		case backend.OpRollback:
+			r.OK = s.rollback(sh, k, op.Cond, nowMs)
+		case backend.OpReprepare:
+			r.OK = s.reprepare(sh, k, op.Value, op.Cond, op.Exp, nowMs)
+		case backend.OpMove:
+			ok := keys[i][1]
+			r.Move = s.move(sh, k, op.Value, &s.shards[s.shardOf(ok)], ok, op.OldValue, op.Exp, nowMs)
+		}
+		res[i] = r
+	}
+	return nil
+}
+
+// knownOp reports whether Exec runs ops of kind k. It is checked for the
+// whole block first: a block is run entirely or not at all.
+func knownOp(k backend.OpKind) bool {
+	switch k {
+	case backend.OpPrepare, backend.OpGet, backend.OpRollback, backend.OpReprepare, backend.OpMove:
+		return true
+	}
+	return false
 }
 
 // Ping implements commands.Store: memory is always there.

@@ -27,7 +27,8 @@ func TestConformance(t *testing.T) {
 		// FerretDB on SQLite serializes writes, and the test machines are
 		// small and shared: the races there need more than the default.
 		s := openTest(t, raw, Config{Options: opts, Timeout: 15 * time.Second, SweepInterval: -1})
-		h := storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
+		h := storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance,
+			Isolates: func(string, [][]byte) bool { return false }}
 		if ferretDB(t, s) {
 			h.SkipRaces = skipRacesOnFerretDB
 		}

@@ -32,6 +32,12 @@ type Harness struct {
 	// SkipRaces names why races on existing records cannot be tested on this
 	// store (e.g. a server known not to be atomic there); empty runs them.
 	SkipRaces string
+
+	// Isolates reports whether the store runs a transaction block whose PK
+	// commands touch keys (of namespace ns) as one isolated unit; when it
+	// does not, EXEC must answer -EXECABORT and change nothing. Nil means
+	// it always does.
+	Isolates func(ns string, keys [][]byte) bool
 }
 
 // NewStore returns a fresh, empty store built with opts. It registers its

@@ -33,6 +33,11 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("LongKey", func(t *testing.T) { testLongKey(t, newStore) })
 	t.Run("ArgumentsCopied", func(t *testing.T) { testArgumentsCopied(t, newStore) })
 	t.Run("Ping", func(t *testing.T) { testPing(t, newStore) })
+	t.Run("Transactions", func(t *testing.T) {
+		t.Run("blocks", func(t *testing.T) { testBlocks(t, newStore) })
+		t.Run("isolation", func(t *testing.T) { testBlockIsolation(t, newStore) })
+		t.Run("isolation of Exec", func(t *testing.T) { testExecIsolation(t, newStore) })
+	})
 	t.Run("Races", func(t *testing.T) {
 		t.Run("prepare absent key", func(t *testing.T) { testRacePrepareAbsent(t, newStore) })
 		t.Run("prepare distinct keys", func(t *testing.T) { testRacePrepareMany(t, newStore) })

@@ -1,0 +1,78 @@
+package commands
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// Execer is a Store that runs the PK commands of a transaction (EXEC) as
+// one isolated unit: no other client's command on the same keys runs
+// between them, and each sees the effects of those before it. res has room
+// for len(ops) results; on success every res[i].Err is nil.
+//
+// An error is the outcome of the whole block: a *backend.NotIsolated when
+// the store cannot isolate this block and ran none of it (EXECABORT), any
+// other error a failure after which the block may or may not have taken
+// effect (-UNAVAILABLE).
+type Execer interface {
+	Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error
+}
+
+// Transaction replies whose wording clients rely on (Redis's own).
+const (
+	errExecAbortQueued = "EXECABORT Transaction discarded because of previous errors."
+	execAbortPrefix    = "EXECABORT Transaction discarded: "
+)
+
+// ExecAbortQueued is EXEC's reply after a command was refused while queued.
+func ExecAbortQueued() Reply { return errReply(errExecAbortQueued) }
+
+// Check gives a PK command every check it would get on its own (arity,
+// syntax, namespace, sizes, expire time), without running it: a
+// transaction queues it, or answers the error. ok is false with the error
+// reply when it is refused. args[0] must name a PK command (IsPK).
+func (h *Handler) Check(args [][]byte) (r Reply, ok bool) {
+	spec := h.lookup(args[0])
+	if spec == nil {
+		return UnknownCommand(args), false
+	}
+	_, r, ok = h.parse(spec, args)
+	return r, ok
+}
+
+// Exec runs the PK commands of a transaction block, each checked when it
+// was queued, as one isolated unit, and writes replies[i] for cmds[i]. It
+// returns ok false with the reply of EXEC itself when the block does not
+// run: -EXECABORT when the store cannot isolate it (nothing ran), or
+// -UNAVAILABLE when the store failed (it may or may not have taken
+// effect). A block without PK commands does not reach the store.
+//
+// Each command is parsed again here: an absolute expire time that passed
+// between MULTI and EXEC is refused in that command's entry, and the others
+// run, as a command that fails at run time in Redis.
+func (h *Handler) Exec(ctx context.Context, cmds [][][]byte, replies []Reply) (abort Reply, ok bool) {
+	calls := h.Calls(cmds, replies)
+	if len(calls.Ops) == 0 {
+		return Reply{}, true
+	}
+	ex, isExecer := h.store.(Execer)
+	if !isExecer {
+		return errReply(execAbortPrefix + "this backend cannot run PK commands in a transaction"), false
+	}
+	res := make([]backend.Result, len(calls.Ops))
+	if err := ex.Exec(ctx, calls.Ops, res); err != nil {
+		if ni, isNI := errors.AsType[*backend.NotIsolated](err); isNI {
+			return errReply(execAbortPrefix + oneLine(ni.Reason)), false
+		}
+		return unavailable(err), false
+	}
+	for _, r := range res {
+		if r.Err != nil { // a store failure is the whole block's
+			return unavailable(r.Err), false
+		}
+	}
+	calls.Answer(res, replies)
+	return Reply{}, true
+}

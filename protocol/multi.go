@@ -1,0 +1,173 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/prepkey/prepkey/commands"
+)
+
+// Transactions (MULTI/EXEC/DISCARD), as Redis answers them: after MULTI
+// each command is checked as it would be on its own and answered +QUEUED,
+// or with its error, which makes EXEC answer -EXECABORT. EXEC hands the PK
+// commands of the block to Handler.Exec, which runs them as one isolated
+// unit, and answers one array: each PK command's reply, and the connection
+// commands of the block run in their place, as Redis runs them.
+//
+// WATCH and UNWATCH are refused: a reservation is guarded by IFEQ
+// conditions, checked in the same atomic step as the write, which is what
+// WATCH emulates. Inside MULTI they are answered at once, not queued, and
+// leave the transaction open and unharmed, as WATCH inside MULTI in Redis.
+
+// A queue is bounded so that a client cannot grow the sidecar by opening a
+// transaction and never ending it. Past either bound the command is refused
+// (so EXEC answers -EXECABORT) and the queue is dropped at once. A block of
+// 1024 commands is far above what clients use transactions for, and one
+// isolated unit that size still holds its keys (locks, or the Redis
+// server) for well under a millisecond or one fsync.
+const (
+	maxQueuedCommands = 1024
+	maxQueuedBytes    = 8 << 20 // of arguments, over the whole queue
+)
+
+// tx is a connection's transaction, between MULTI and EXEC or DISCARD.
+type tx struct {
+	on      bool
+	refused bool // a command was refused while queued: EXEC aborts
+	cmds    [][][]byte
+	bytes   int
+}
+
+func (t *tx) reset() { *t = tx{} }
+
+const (
+	errQueueFull  = "ERR transaction queue is full (at most %d commands and %d bytes of arguments between MULTI and EXEC); the transaction is discarded"
+	errNoWatch    = "ERR %s is not supported: use IFEQ conditions"
+	errNestedTx   = "ERR MULTI calls can not be nested"
+	errExecNoTx   = "ERR EXEC without MULTI"
+	errDiscardNoT = "ERR DISCARD without MULTI"
+)
+
+// The transaction commands outside MULTI; inside it, queue answers them.
+func (c *conn) multi([][]byte) {
+	c.tx = tx{on: true}
+	c.out.simple("OK")
+}
+
+func (c *conn) execCmd([][]byte)    { c.out.err(errExecNoTx) }
+func (c *conn) discardCmd([][]byte) { c.out.err(errDiscardNoT) }
+
+// watch answers WATCH and UNWATCH, anywhere.
+func (c *conn) watch(args [][]byte) {
+	c.out.err(fmt.Sprintf(errNoWatch, strings.ToUpper(string(args[0]))))
+}
+
+// queue answers a command read inside MULTI.
+func (c *conn) queue(args [][]byte) {
+	c.srv.processed.Add(1)
+	name := strings.ToLower(string(args[0]))
+	switch name {
+	case "multi", "exec", "discard":
+		if len(args) != 1 {
+			c.refuse(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+			return
+		}
+	}
+	switch name {
+	case "multi":
+		c.out.err(errNestedTx) // the transaction stays open, as in Redis
+		return
+	case "discard":
+		c.tx.reset()
+		c.out.simple("OK")
+		return
+	case "exec":
+		c.exec()
+		return
+	case "watch", "unwatch":
+		c.watch(args)
+		return
+	case "quit": // Redis does not queue QUIT either
+		c.tx.reset()
+		c.quitCmd(args)
+		return
+	}
+	if c.srv.handler.IsPK(args[0]) {
+		if r, ok := c.srv.handler.Check(args); !ok {
+			c.refuse(r.Text)
+			return
+		}
+	} else if cmd, ok := c.srv.connCmds[name]; !ok {
+		c.refuse(commands.UnknownCommand(args).Text)
+		return
+	} else if n := len(args); (cmd.arity > 0 && n != cmd.arity) || n < -cmd.arity {
+		c.refuse(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+		return
+	}
+	if c.tx.refused {
+		// The block will not run: what it holds is dropped already.
+		c.out.simple("QUEUED")
+		return
+	}
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	if len(c.tx.cmds) >= maxQueuedCommands || c.tx.bytes+size > maxQueuedBytes {
+		c.refuse(fmt.Sprintf(errQueueFull, maxQueuedCommands, maxQueuedBytes))
+		return
+	}
+	c.tx.cmds = append(c.tx.cmds, cloneArgs(args)) // args point into gnet's buffer
+	c.tx.bytes += size
+	c.out.simple("QUEUED")
+}
+
+// refuse answers a command refused while queued; EXEC will abort, so the
+// queue is dropped now.
+func (c *conn) refuse(msg string) {
+	c.out.err(msg)
+	c.tx.refused = true
+	c.tx.cmds, c.tx.bytes = nil, 0
+}
+
+// exec ends the transaction: -EXECABORT after a refused command, else the
+// block runs off the loop (it waits on the store) and the connection's
+// later input waits for its reply, so replies keep their order.
+func (c *conn) exec() {
+	t := c.tx
+	c.tx.reset()
+	if t.refused {
+		c.out.reply(commands.ExecAbortQueued())
+		return
+	}
+	c.offload(func() { c.runBlock(t.cmds) })
+}
+
+// runBlock runs a transaction's commands and writes EXEC's reply. It runs
+// off the loop, on a busy connection: the loop leaves it alone meanwhile.
+func (c *conn) runBlock(cmds [][][]byte) {
+	var pk [][][]byte
+	for _, args := range cmds {
+		if c.srv.handler.IsPK(args[0]) {
+			pk = append(pk, args)
+		}
+	}
+	replies := make([]commands.Reply, len(pk))
+	if abort, ok := c.srv.handler.Exec(context.Background(), pk, replies); !ok {
+		c.out.reply(abort)
+		return
+	}
+	c.out.array(len(cmds))
+	j := 0
+	for _, args := range cmds {
+		if c.srv.handler.IsPK(args[0]) {
+			c.out.reply(replies[j])
+			j++
+			continue
+		}
+		// Already off the loop: even a command that waits on the backend
+		// (INFO) runs here, in its place in the reply.
+		c.srv.connCmds[strings.ToLower(string(args[0]))].run(c, args)
+	}
+}
