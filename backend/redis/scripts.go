@@ -13,6 +13,8 @@ import (
 var (
 	//go:embed lua/record.lua
 	recordLua string
+	//go:embed lua/ops.lua
+	opsLua string
 	//go:embed lua/prepare.lua
 	prepareBody string
 	//go:embed lua/get.lua
@@ -27,16 +29,21 @@ var (
 	reserveBody string
 	//go:embed lua/unreserve.lua
 	unreserveBody string
+	//go:embed lua/block.lua
+	blockBody string
 )
 
 // Each script is record.lua (the shared record rules) followed by its body,
-// so that EVALSHA runs one self-contained source.
+// so that EVALSHA runs one self-contained source. The scripts of the PK
+// operations have ops.lua (each operation as a function) in between, and
+// block.lua runs a list of those operations.
 var (
-	prepareLua   = recordLua + prepareBody
-	getLua       = recordLua + getBody
-	rollbackLua  = recordLua + rollbackBody
-	reprepareLua = recordLua + reprepareBody
-	moveLua      = recordLua + moveBody
+	prepareLua   = recordLua + opsLua + prepareBody
+	getLua       = recordLua + opsLua + getBody
+	rollbackLua  = recordLua + opsLua + rollbackBody
+	reprepareLua = recordLua + opsLua + reprepareBody
+	moveLua      = recordLua + opsLua + moveBody
+	blockLua     = recordLua + opsLua + blockBody
 	reserveLua   = recordLua + reserveBody
 	unreserveLua = recordLua + unreserveBody
 )
@@ -59,6 +66,8 @@ func newScript(src string) *script {
 // scripts are the Lua scripts of the PK commands.
 type scripts struct {
 	prepare, get, rollback, reprepare, move *script
+	// block runs a list of operations as one script (EXEC).
+	block *script
 	// reserve and unreserve are the steps of a key change across slots.
 	reserve, unreserve *script
 }
@@ -70,13 +79,14 @@ func loadScripts() scripts {
 		rollback:  newScript(rollbackLua),
 		reprepare: newScript(reprepareLua),
 		move:      newScript(moveLua),
+		block:     newScript(blockLua),
 		reserve:   newScript(reserveLua),
 		unreserve: newScript(unreserveLua),
 	}
 }
 
 func (sc scripts) all() []*script {
-	return []*script{sc.prepare, sc.get, sc.rollback, sc.reprepare, sc.move, sc.reserve, sc.unreserve}
+	return []*script{sc.prepare, sc.get, sc.rollback, sc.reprepare, sc.move, sc.block, sc.reserve, sc.unreserve}
 }
 
 // load runs SCRIPT LOAD of every script on every node, best effort: a node

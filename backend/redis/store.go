@@ -88,11 +88,11 @@ func (s *Store) run(ctx context.Context, cl call) (rueidis.RedisResult, error) {
 // code reads a script's integer answer and checks it is at most valid; any
 // other reply is an error, never a false.
 func code(res rueidis.RedisResult, valid int64) (int64, error) {
-	n, err := res.AsInt64()
-	if err != nil || n < 0 || n > valid {
+	m, err := res.ToMessage()
+	if err != nil {
 		return 0, fmt.Errorf("unexpected reply %v", res)
 	}
-	return n, nil
+	return codeMsg(m, valid)
 }
 
 func decodeFlag(res rueidis.RedisResult) (bool, error) {
@@ -105,18 +105,11 @@ func decodeGet(res rueidis.RedisResult) (backend.Record, bool, error) {
 	if rueidis.IsRedisNil(res.Error()) {
 		return backend.Record{}, false, nil
 	}
-	arr, err := res.ToArray()
-	if err != nil || len(arr) != 3 {
+	m, err := res.ToMessage()
+	if err != nil {
 		return backend.Record{}, false, fmt.Errorf("unexpected reply %v", res)
 	}
-	v, err1 := arr[0].ToString()
-	ts, err2 := arr[1].ToString()
-	live, err3 := arr[2].AsInt64()
-	ttlAt, err4 := strconv.ParseInt(ts, 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
-		return backend.Record{}, false, fmt.Errorf("unexpected reply %v", res)
-	}
-	return backend.Record{Value: []byte(v), TTLAt: ttlAt, Live: live == 1}, true, nil
+	return decodeGetMsg(m)
 }
 
 // decodeMove reads move.lua's 1 moved, 0 new key taken, 2 old key mismatch.

@@ -110,7 +110,7 @@ func TestConformanceWireMiniredis(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
 		f := startFake(t)
 		s := openStore(t, f.url(), Config{Options: opts})
-		return storetest.Harness{Store: newWireStore(t, s), Now: f.clock, Advance: f.advance, Isolates: noBlocks}
+		return storetest.Harness{Store: newWireStore(t, s), Now: f.clock, Advance: f.advance}
 	})
 }
 
@@ -118,7 +118,7 @@ func TestConformanceWireStandalone(t *testing.T) {
 	t.Parallel()
 	url := serverURL(t, envStandalone)
 	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
-		return storetest.Harness{Store: newWireStore(t, openStore(t, url, Config{Options: opts})), Isolates: noBlocks}
+		return storetest.Harness{Store: newWireStore(t, openStore(t, url, Config{Options: opts}))}
 	})
 }
 

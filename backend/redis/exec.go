@@ -1,0 +1,138 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// Exec implements commands.Execer: the block's ops run as one block.lua
+// script, so as one isolated unit. Redis runs a script whole, with no
+// other command in between; every op reads one clock.
+//
+// On a Cluster a script reaches one node and every key it touches must be
+// in one hash slot: a block whose keys are in several slots is refused with
+// a *backend.NotIsolated naming CROSSSLOT, before anything is sent. With
+// the store's key layout each (namespace, key) has a slot of its own, so
+// that is most blocks of more than one key, unless the key prefix holds a
+// hash tag (then every key is in one slot: see docs/redis.md).
+//
+// A failure (timeout, lost connection, a Redis error) is the whole
+// block's: the script may or may not have run. An error raised inside a
+// script after its first write (out of memory) leaves the writes before it,
+// as in Redis.
+func (s *Store) Exec(ctx context.Context, ops []Op, res []Result) error {
+	keys, args, err := s.blockArgs(ops)
+	if err != nil {
+		return err
+	}
+	if s.composed {
+		for _, k := range keys[1:] {
+			if slot(k) != slot(keys[0]) {
+				return &backend.NotIsolated{Reason: "CROSSSLOT Keys in request don't hash to the same slot " +
+					"(a Redis Cluster runs a transaction in one hash slot; see docs/redis.md)"}
+			}
+		}
+	}
+	ctx, cancel := s.deadlines.bound(ctx)
+	defer cancel()
+	r, err := s.run(ctx, call{"exec", s.scripts.block, keys, args})
+	if err != nil {
+		return err
+	}
+	arr, err := r.ToArray()
+	if err != nil || len(arr) != len(ops) {
+		return s.fail(ctx, "exec", fmt.Errorf("unexpected reply %v", r))
+	}
+	for i := range ops {
+		if res[i], err = decodeMsg(ops[i].Kind, arr[i]); err != nil {
+			return s.fail(ctx, "exec", err)
+		}
+	}
+	return nil
+}
+
+// blockArgs encodes ops as block.lua's KEYS and ARGV.
+func (s *Store) blockArgs(ops []Op) (keys, args []string, err error) {
+	keys = make([]string, 0, len(ops))
+	args = make([]string, 1, 1+5*len(ops))
+	args[0] = s.retention
+	for i := range ops {
+		op := &ops[i]
+		keys = append(keys, s.keys.recordKey(op.NS, op.Key))
+		switch op.Kind {
+		case OpPrepare:
+			mode, ms := expiryArgs(op.Exp)
+			args = append(args, "p", string(op.Value), mode, ms)
+		case OpGet:
+			args = append(args, "g")
+		case OpRollback:
+			set, v := condArgs(op.Cond)
+			args = append(args, "r", set, v)
+		case OpReprepare:
+			set, v := condArgs(op.Cond)
+			mode, ms := expiryArgs(op.Exp)
+			args = append(args, "u", string(op.Value), set, v, mode, ms)
+		case OpMove:
+			keys = append(keys, s.keys.recordKey(op.NS, op.OldKey))
+			mode, ms := expiryArgs(op.Exp)
+			args = append(args, "m", string(op.Value), string(op.OldValue), mode, ms)
+		default:
+			return nil, nil, fmt.Errorf("redis: exec: unknown op kind %d", op.Kind)
+		}
+	}
+	return keys, args, nil
+}
+
+// decodeMsg reads one op's answer in block.lua's array, as its own
+// script's answer is read.
+func decodeMsg(kind OpKind, m rueidis.RedisMessage) (Result, error) {
+	var r Result
+	var err error
+	switch kind {
+	case OpGet:
+		r.Record, r.Found, err = decodeGetMsg(m)
+	case OpMove:
+		var n int64
+		if n, err = codeMsg(m, 2); err == nil {
+			r.Move = moveResults[n]
+		}
+	default:
+		var n int64
+		n, err = codeMsg(m, 1)
+		r.OK = n == 1
+	}
+	return r, err
+}
+
+// codeMsg reads a script's integer answer, at most valid.
+func codeMsg(m rueidis.RedisMessage, valid int64) (int64, error) {
+	n, err := m.AsInt64()
+	if err != nil || n < 0 || n > valid {
+		return 0, fmt.Errorf("unexpected reply %v", m)
+	}
+	return n, nil
+}
+
+// decodeGetMsg reads op_get's nil or {value, ttlAt, live}.
+func decodeGetMsg(m rueidis.RedisMessage) (backend.Record, bool, error) {
+	if m.IsNil() {
+		return backend.Record{}, false, nil
+	}
+	arr, err := m.ToArray()
+	if err != nil || len(arr) != 3 {
+		return backend.Record{}, false, fmt.Errorf("unexpected reply %v", m)
+	}
+	v, err1 := arr[0].ToString()
+	ts, err2 := arr[1].ToString()
+	live, err3 := arr[2].AsInt64()
+	ttlAt, err4 := strconv.ParseInt(ts, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+		return backend.Record{}, false, fmt.Errorf("unexpected reply %v", m)
+	}
+	return backend.Record{Value: []byte(v), TTLAt: ttlAt, Live: live == 1}, true, nil
+}
