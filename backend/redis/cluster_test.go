@@ -43,7 +43,7 @@ func TestConformanceComposedMove(t *testing.T) {
 		f := startFake(t)
 		s := openStore(t, f.url(), Config{Options: opts, KeyPrefix: "pk:"})
 		s.composed = true
-		return storetest.Harness{Store: s, Now: f.clock, Advance: f.advance, Isolates: oneSlot(s)}
+		return storetest.Harness{Store: s, Now: f.clock, Advance: f.advance, Isolates: oneSlot(s), BlockKeys: slotMates(s)}
 	})
 }
 

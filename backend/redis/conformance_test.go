@@ -65,7 +65,7 @@ func TestConformanceCluster(t *testing.T) {
 	url := serverURL(t, envCluster)
 	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
 		s := openStore(t, url, Config{Options: opts})
-		return storetest.Harness{Store: s, Isolates: oneSlot(s)}
+		return storetest.Harness{Store: s, Isolates: oneSlot(s), BlockKeys: slotMates(s)}
 	})
 }
 
@@ -80,6 +80,12 @@ func oneSlot(s *Store) func(ns string, keys [][]byte) bool {
 		}
 		return true
 	}
+}
+
+// slotMates are two keys of the suite's namespace in one slot.
+func slotMates(s *Store) [2]string {
+	k := keysWithSlots(s.keys, "ns", 2, true)
+	return [2]string{string(k[0]), string(k[1])}
 }
 
 func TestConformanceSentinel(t *testing.T) {

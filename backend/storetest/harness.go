@@ -38,6 +38,11 @@ type Harness struct {
 	// does not, EXEC must answer -EXECABORT and change nothing. Nil means
 	// it always does.
 	Isolates func(ns string, keys [][]byte) bool
+
+	// BlockKeys are two keys (of namespace ns) that the store runs in one
+	// isolated block, for the isolation races; empty means "a" and "b". A
+	// Cluster gives two keys of one slot.
+	BlockKeys [2]string
 }
 
 // NewStore returns a fresh, empty store built with opts. It registers its

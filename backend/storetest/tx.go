@@ -292,13 +292,22 @@ func testBlocks(t *testing.T, newStore NewStore) {
 	}
 }
 
+// blockKeys are the two keys of the isolation races.
+func (e *env) blockKeys() (string, string) {
+	if e.h.BlockKeys[0] == "" {
+		return "a", "b"
+	}
+	return e.h.BlockKeys[0], e.h.BlockKeys[1]
+}
+
 // testBlockIsolation races, over real connections, a block PK.PREPARE a +
 // PK.PREPARE b against a block PK.PREPARE b + PK.PREPARE a: isolated, one
 // block takes both keys and the other none, never one key each (which two
 // blocks interleaving op by op gives, each winning its first key).
 func testBlockIsolation(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore, tableRetention)
-	if !e.isolates([]string{"a", "b"}) {
+	a, b := e.blockKeys()
+	if !e.isolates([]string{a, b}) {
 		t.Skip("the store does not isolate a block on these keys")
 	}
 	addr := serveStore(t, e)
@@ -309,9 +318,9 @@ func testBlockIsolation(t *testing.T, newStore NewStore) {
 	}
 	block := func(i int) [][]string {
 		v := racerValue(i)
-		first, second := "a", "b"
+		first, second := a, b
 		if i%2 == 1 {
-			first, second = "b", "a"
+			first, second = b, a
 		}
 		return [][]string{{"MULTI"}, {"PK.PREPARE", ns, first, v}, {"PK.PREPARE", ns, second, v}, {"EXEC"}}
 	}
@@ -331,10 +340,10 @@ func testBlockIsolation(t *testing.T, newStore NewStore) {
 		})
 		require.Len(t, winners, 1, "round %d: blocks that took both keys", round)
 		v := racerValue(winners[0])
-		e.requireRecord(ns, "a", v, ttlWant{}, true)
-		e.requireRecord(ns, "b", v, ttlWant{}, true)
-		require.True(t, e.rollback(ns, "a", always))
-		require.True(t, e.rollback(ns, "b", always))
+		e.requireRecord(ns, a, v, ttlWant{}, true)
+		e.requireRecord(ns, b, v, ttlWant{}, true)
+		require.True(t, e.rollback(ns, a, always))
+		require.True(t, e.rollback(ns, b, always))
 	}
 }
 
@@ -344,14 +353,15 @@ func testBlockIsolation(t *testing.T, newStore NewStore) {
 func testExecIsolation(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore, tableRetention)
 	ex, ok := e.h.Store.(commands.Execer)
-	if !ok || !e.isolates([]string{"a", "b"}) {
+	a, b := e.blockKeys()
+	if !ok || !e.isolates([]string{a, b}) {
 		t.Skip("the store does not isolate a block on these keys")
 	}
 	const rounds = 50
 	for round := range rounds {
 		winners := race(t, racers, func(i int) (bool, error) {
 			v := []byte(racerValue(i))
-			first, second := []byte("a"), []byte("b")
+			first, second := []byte(a), []byte(b)
 			if i%2 == 1 {
 				first, second = second, first
 			}
@@ -370,9 +380,9 @@ func testExecIsolation(t *testing.T, newStore NewStore) {
 		})
 		require.Len(t, winners, 1, "round %d: blocks that took both keys", round)
 		v := racerValue(winners[0])
-		e.requireRecord(ns, "a", v, ttlWant{}, true)
-		e.requireRecord(ns, "b", v, ttlWant{}, true)
-		require.True(t, e.rollback(ns, "a", always))
-		require.True(t, e.rollback(ns, "b", always))
+		e.requireRecord(ns, a, v, ttlWant{}, true)
+		e.requireRecord(ns, b, v, ttlWant{}, true)
+		require.True(t, e.rollback(ns, a, always))
+		require.True(t, e.rollback(ns, b, always))
 	}
 }
