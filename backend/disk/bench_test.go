@@ -149,3 +149,52 @@ func BenchmarkPreparePipelined(b *testing.B) {
 		})
 	}
 }
+
+// signUp is a block of two reservations (a username and an email), the
+// shape of a transaction a client sends: MULTI, PK.PREPARE ×2, EXEC.
+func signUp() []backend.Op {
+	n := rand.IntN(1_000_000)
+	return []backend.Op{
+		{Kind: backend.OpPrepare, NS: "username", Key: fmt.Appendf(nil, "u:%d", n), Value: []byte("v")},
+		{Kind: backend.OpPrepare, NS: "email", Key: fmt.Appendf(nil, "e:%d", n), Value: []byte("v")},
+	}
+}
+
+// BenchmarkSignUpExec runs sign-ups as transactions (Exec: isolated) from
+// ~50 clients; BenchmarkSignUpBatch runs the same two commands as a
+// pipeline (Batch: each atomic alone). Side by side they give the cost of
+// isolation. A block counts as one op.
+func BenchmarkSignUpExec(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	setClients(b, clients)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		res := make([]backend.Result, 2)
+		for pb.Next() {
+			if err := s.Exec(ctx, signUp(), res); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	reportOps(b)
+}
+
+func BenchmarkSignUpBatch(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	setClients(b, clients)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		res := make([]backend.Result, 2)
+		for pb.Next() {
+			s.Batch(ctx, signUp(), res)
+			if res[0].Err != nil {
+				b.Error(res[0].Err)
+				return
+			}
+		}
+	})
+	reportOps(b)
+}
