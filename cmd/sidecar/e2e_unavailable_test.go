@@ -49,6 +49,18 @@ func TestBackendDown(t *testing.T) {
 				// a key change may spend a second timeout on its undo
 				require.Less(t, time.Since(began), 2*time.Second, "%v", args)
 			}
+			// A transaction fails as a whole: one -UNAVAILABLE for EXEC (MongoDB
+			// refuses blocks before it would reach the server).
+			r := s.raw(t)
+			r.send(resp("MULTI") + resp("PK.PREPARE", "ns", "k", "v") + resp("PK.GET", "ns", "k") + resp("EXEC"))
+			r.expect("+OK\r\n+QUEUED\r\n+QUEUED\r\n")
+			line, err := r.rd.ReadString('\n')
+			require.NoError(t, err)
+			if strings.HasPrefix(url, "mongodb") {
+				require.True(t, strings.HasPrefix(line, "-EXECABORT Transaction discarded: the mongodb backend"), line)
+			} else {
+				require.True(t, strings.HasPrefix(line, "-UNAVAILABLE redis: exec: "), line)
+			}
 			check(t, c, "PONG", "PING")
 		})
 	}
