@@ -128,7 +128,7 @@ func (c *conn) serve() (closeIt bool) {
 		default:
 			c.dispatch(args)
 		}
-		if len(c.out.b) >= flushAt {
+		if !c.busy && len(c.out.b) >= flushAt { // a busy connection's out is the store work's
 			c.flush()
 			if c.unread() {
 				return true
