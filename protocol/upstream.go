@@ -37,6 +37,22 @@ type Wire interface {
 	Timeout() time.Duration
 }
 
+// WireSync is a Wire whose writes are answered only once replicas have
+// them (redis.Wire with ?wait=N): after a batch's requests it sends one
+// more (WAIT), on the same connection, whose reply decides the writes'
+// outcome.
+type WireSync interface {
+	// AppendSync appends the request that follows ops' requests; ok is
+	// false when none is needed (no write among ops, or no wait set).
+	AppendSync(dst []byte, ops []backend.Op) (out []byte, ok bool)
+	// ReadSync decodes its reply at the start of b (n is 0 until it is
+	// complete) and fails the writes in res that it does not confirm.
+	ReadSync(b []byte, ops []backend.Op, res []backend.Result) (n int)
+	// FailSync fails the writes in res when the connection went before
+	// the reply.
+	FailSync(ops []backend.Op, res []backend.Result, cause error)
+}
+
 // upstream is one loop's connection to a Wire backend. Every field but
 // stop is the loop's.
 type upstream struct {
@@ -59,6 +75,7 @@ type flight struct {
 	res     []backend.Result
 	again   []int // the ops answered "again"
 	read    int   // how many ops have their reply
+	sync    bool  // a WireSync request follows the ops, its reply not read yet
 	sent    time.Time
 }
 
@@ -94,6 +111,9 @@ func (u *upstream) send(conns []*conn) {
 	out := u.out[:0]
 	for _, op := range f.calls.Ops {
 		out = u.wire.Append(out, op)
+	}
+	if ws, ok := u.wire.(WireSync); ok {
+		out, f.sync = ws.AppendSync(out, f.calls.Ops)
 	}
 	f.sent = time.Now()
 	u.flights = append(u.flights, f)
@@ -154,6 +174,14 @@ func (f *flight) readReplies(w Wire, b []byte) (used int, done bool) {
 		}
 		f.read++
 	}
+	if f.sync {
+		n := w.(WireSync).ReadSync(b[used:], f.calls.Ops, f.res)
+		if n == 0 {
+			return used, false
+		}
+		used += n
+		f.sync = false
+	}
 	return used, true
 }
 
@@ -208,6 +236,9 @@ func (u *upstream) onClose(err error) {
 	for _, f := range flights {
 		for k := f.read; k < len(f.calls.Ops); k++ {
 			f.res[k] = backend.Result{Err: u.wire.Lost(f.calls.Ops[k], cause)}
+		}
+		if f.sync { // the writes ran, no replica is known to have them
+			u.wire.(WireSync).FailSync(f.calls.Ops, f.res, cause)
 		}
 		u.land(f)
 	}

@@ -8,7 +8,11 @@
 #             plus CPU time per request of the sidecar and of redis-server
 #   mongodb:  sidecar PK.PREPARE on FerretDB (a figure only; small -n), when PK_TEST_MONGO_URI is set
 #
-# Usage: scripts/bench.sh     (N=200000 CLIENTS=50 PIPELINES="1 16" ROUNDS=3 to change)
+#   scripts/bench.sh wait: the cost of ?wait=1 (docs/redis.md, Replication):
+#             sidecar redis://master PK.PREPARE  vs  the same with ?wait=1, against a master with
+#             one replica, plus EVALSHA sent directly to that master
+#
+# Usage: scripts/bench.sh [wait]   (N=200000 CLIENTS=50 PIPELINES="1 16" ROUNDS=3 to change)
 # Needs redis-server, redis-cli and redis-benchmark (apt-get install redis-server redis-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +67,41 @@ rps() {
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14+$15)*1000000/hz)}' "/proc/$1/stat"; }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", (b > 0 ? a/b : 0)}'; }
+
+if [ "${1:-}" = wait ]; then
+	ROUNDS=${ROUNDS:-3}
+	redis master --appendonly no
+	redis replica --appendonly no --replicaof 127.0.0.1 "$master_port"
+	for _ in $(seq 100); do
+		redis-cli -p "$replica_port" info replication | grep -q '^master_link_status:up' && break
+		sleep 0.1
+	done
+	sidecar nowait "redis://127.0.0.1:$master_port"
+	sidecar wait1 "redis://127.0.0.1:$master_port?wait=1"
+	sha=$(redis-cli -p "$master_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/prepare.lua)")
+	declare -A got
+	add() { got[$1]="${got[$1]:-} $2"; }
+	median() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : 0)}'; }
+	spread() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+	run_direct() { add "direct$P" "$(rps "$master_port" "$P" "$N" EVALSHA "$sha" 1 "pk:{d$P-$r:k:__rand_int__}" v n 0 86400000)"; }
+	run_nowait() { add "nowait$P" "$(rps "$nowait_port" "$P" "$N" PK.PREPARE "n$P-$r" "k:__rand_int__" v)"; }
+	run_wait1() { add "wait1$P" "$(rps "$wait1_port" "$P" "$N" PK.PREPARE "w$P-$r" "k:__rand_int__" v)"; }
+	echo "# prepkey bench wait: redis-benchmark -c $CLIENTS -n $N -r $RANGE, median of $ROUNDS rounds, $(nproc) cores, master + 1 replica, redis $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
+	for P in $PIPELINES; do
+		for r in $(seq "$ROUNDS"); do
+			# the two sidecars in both orders, alternately
+			if [ $((r % 2)) = 1 ]; then run_nowait; run_wait1; else run_wait1; run_nowait; fi
+			run_direct
+		done
+		echo
+		echo "## pipeline $P"
+		printf '%-52s %8s req/s (%s)\n' "redis-server EVALSHA prepare.lua (direct, master)" "$(median "direct$P")" "$(spread "direct$P")"
+		printf '%-52s %8s req/s (%s)\n' "sidecar redis:// PK.PREPARE" "$(median "nowait$P")" "$(spread "nowait$P")"
+		printf '%-52s %8s req/s (%s)  %s of no wait\n' "sidecar redis://?wait=1 PK.PREPARE" "$(median "wait1$P")" "$(spread "wait1$P")" \
+			"$(ratio "$(median "wait1$P")" "$(median "nowait$P")")"
+	done
+	exit 0
+fi
 
 redis plain --appendonly no
 redis fsync --appendonly yes --appendfsync always

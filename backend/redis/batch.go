@@ -94,16 +94,13 @@ func (s *Store) runBatch(ctx context.Context, calls []call, ops []Op, at []int, 
 		}
 		return
 	}
-	cmds := make(rueidis.Commands, len(calls))
-	for k, cl := range calls {
-		cmds[k] = c.B().Evalsha().Sha1(cl.sc.sha).Numkeys(int64(len(cl.keys))).Key(cl.keys...).Arg(cl.args...).Build()
-	}
-	for k, r := range c.DoMulti(ctx, cmds...) {
+	rs, repl := s.exec(ctx, c, calls)
+	for k, r := range rs {
 		cl := calls[k]
-		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
-			r = cl.sc.Exec(ctx, c, cl.keys, cl.args)
-		}
 		res[at[k]] = s.decode(ctx, ops[at[k]].Kind, cl.op, r)
+		if repl != nil && s.writes(cl) && res[at[k]].Err == nil {
+			res[at[k]] = Result{Err: repl}
+		}
 	}
 }
 

@@ -11,6 +11,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,13 +45,15 @@ type Config struct {
 
 // Store is a commands.Store on Redis. It is safe for concurrent use.
 type Store struct {
-	target    target
-	opt       rueidis.ClientOption
-	keys      keyspace
-	timeout   time.Duration
-	deadlines deadlines
-	retention string // in ms, an argument of every script
-	scripts   scripts
+	target  target
+	opt     rueidis.ClientOption
+	keys    keyspace
+	timeout time.Duration
+	// waitTimeout bounds the WAIT after a batch's writes (?wait=N).
+	waitTimeout time.Duration
+	deadlines   deadlines
+	retention   string // in ms, an argument of every script
+	scripts     scripts
 	// composed: key changes across two slots compose two scripts (Cluster).
 	composed bool
 
@@ -85,15 +88,22 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	if cfg.Retention < 0 {
 		return nil, fmt.Errorf("redis: negative retention %s", cfg.Retention)
 	}
+	// A batch with writes may wait for replicas for up to waitTimeout
+	// after Redis ran it: its deadline allows for both.
+	var waitTimeout time.Duration
+	if t.wait > 0 {
+		waitTimeout = cmp.Or(t.waitTimeout, cfg.Timeout)
+	}
 	s := &Store{
-		target:    t,
-		opt:       clientOption(t, cfg.Timeout),
-		keys:      keyspace{prefix: cfg.KeyPrefix},
-		timeout:   cfg.Timeout,
-		deadlines: deadlines{timeout: cfg.Timeout},
-		retention: strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
-		scripts:   loadScripts(),
-		composed:  t.topology == Cluster,
+		target:      t,
+		opt:         clientOption(t, cfg.Timeout),
+		keys:        keyspace{prefix: cfg.KeyPrefix},
+		timeout:     cfg.Timeout,
+		waitTimeout: waitTimeout,
+		deadlines:   deadlines{timeout: cfg.Timeout + waitTimeout},
+		retention:   strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
+		scripts:     loadScripts(),
+		composed:    t.topology == Cluster,
 	}
 	// Connect in the background so that the first command does not pay for
 	// it; a failure here is only remembered, the next call dials again.

@@ -78,9 +78,13 @@ func (s *Store) run(ctx context.Context, cl call) (rueidis.RedisResult, error) {
 	if err != nil {
 		return rueidis.RedisResult{}, s.fail(ctx, cl.op, err)
 	}
-	res := cl.sc.Exec(ctx, c, cl.keys, cl.args)
+	rs, repl := s.exec(ctx, c, []call{cl})
+	res := rs[0]
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		return res, s.fail(ctx, cl.op, err)
+	}
+	if repl != nil {
+		return res, repl
 	}
 	return res, nil
 }

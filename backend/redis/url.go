@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Topology is how the Redis behind a URL is deployed; it decides where a
@@ -53,6 +54,11 @@ type target struct {
 	// themselves, which often have no password when the master has one.
 	sentinelUsername string
 	sentinelPassword string
+	// wait is how many replicas must acknowledge a batch's writes (Redis
+	// WAIT) before they are answered; 0 answers them as the master ran
+	// them. waitTimeout bounds that wait; 0 means the backend timeout.
+	wait        int
+	waitTimeout time.Duration
 }
 
 // parseURL reads the backend URL. It is written by hand because net/url
@@ -62,6 +68,9 @@ type target struct {
 //	rediss://…                                       (TLS)
 //	redis+sentinel://[user:pass@]host[:port],…/master[/db][?sentinel_username=u&sentinel_password=p]
 //	redis+cluster://[user:pass@]host[:port],…
+//
+// redis:// and redis+sentinel:// (and their TLS forms) also take
+// ?wait=N[&wait-timeout=D]: see docs/redis.md, Replication.
 func parseURL(raw string) (target, error) {
 	var t target
 	scheme, rest, ok := strings.Cut(raw, "://")
@@ -174,12 +183,32 @@ func (t *target) setQuery(raw string) error {
 			t.sentinelUsername = q.Get(k)
 		case t.topology == Sentinel && k == "sentinel_password":
 			t.sentinelPassword = q.Get(k)
+		case t.topology != Cluster && k == "wait":
+			n, err := strconv.Atoi(q.Get(k))
+			if err != nil || n < 0 || n > maxWait {
+				return fmt.Errorf("wait=%q: want a number of replicas from 0 to %d", q.Get(k), maxWait)
+			}
+			t.wait = n
+		case t.topology != Cluster && k == "wait-timeout":
+			d, err := time.ParseDuration(q.Get(k))
+			if err != nil || d <= 0 {
+				return fmt.Errorf("wait-timeout=%q: want a positive duration such as 500ms or 2s", q.Get(k))
+			}
+			t.waitTimeout = d
+		case t.topology == Cluster && (k == "wait" || k == "wait-timeout"):
+			return fmt.Errorf("%s is not supported on redis+cluster:// (a batch's writes go to several masters; see docs/redis.md)", k)
 		default:
 			return fmt.Errorf("unknown parameter %q", k)
 		}
 	}
+	if t.waitTimeout != 0 && t.wait == 0 {
+		return fmt.Errorf("wait-timeout without wait")
+	}
 	return nil
 }
+
+// maxWait bounds wait=N: more replicas than any deployment has is a typo.
+const maxWait = 100
 
 // hostPort validates one host[:port] and adds the default port.
 func hostPort(hp, defPort string) (string, error) {
