@@ -133,6 +133,13 @@ func TestWaitNoReplica(t *testing.T) {
 	require.True(t, ok, "the master ran the write")
 	require.Equal(t, "v", string(rec.Value))
 
+	// a transaction (EXEC, one script) is one write: one WAIT, and the
+	// whole block fails
+	before := waits(t, admin)
+	err = s.Exec(ctx, waitOps("tx", 2), make([]backend.Result, 5))
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, before+1, waits(t, admin))
+
 	for name, batch := range map[string]func(ops []backend.Op) []backend.Result{
 		"rueidis": func(ops []backend.Op) []backend.Result {
 			res := make([]backend.Result, len(ops))
