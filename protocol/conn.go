@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -37,6 +39,17 @@ type conn struct {
 	refused   string
 	refusedAt int
 
+	// What CLIENT LIST shows of the connection (client.go): name, lib and
+	// proto change under metaMu, since another loop may read them; the
+	// socket's are set once, before the handle is published.
+	addr, laddr string
+	fd          int
+	unix        bool
+	metaMu      sync.Mutex
+	proto       int          // 2, or 3 after HELLO 3 (0: never said, 2)
+	created     int64        // Unix seconds
+	lastInput   atomic.Int64 // Unix seconds of the last input
+
 	// busy is set while a run of this connection is with the store; input
 	// waits in gnet's buffer, unparsed, until its replies are written, so
 	// replies keep the order of requests.
@@ -63,7 +76,8 @@ const (
 )
 
 func newConn(s *Server) *conn {
-	c := &conn{srv: s, id: s.nextID.Add(1), authed: s.cfg.Password == ""}
+	c := &conn{srv: s, id: s.nextID.Add(1), authed: s.cfg.Password == "", created: time.Now().Unix()}
+	c.lastInput.Store(c.created)
 	c.guard.lim = c.limits
 	return c
 }

@@ -16,6 +16,9 @@ type connCmd struct {
 	// offLoop is set for a command that may wait on the backend (INFO
 	// pings it): it runs off the event loop.
 	offLoop bool
+	// subs are a container's subcommands (CLIENT, COMMAND), by lower-case
+	// name; run, if set, answers the container alone.
+	subs map[string]connCmd
 }
 
 // connCommandTable is the table of connection commands, by lower-case name.
@@ -27,8 +30,8 @@ func connCommandTable() map[string]connCmd {
 		"auth":    {arity: -2, run: (*conn).auth},
 		"hello":   {arity: -1, run: (*conn).hello},
 		"select":  {arity: 2, run: (*conn).selectDB},
-		"client":  {arity: -2, run: (*conn).client},
-		"command": {arity: -1, run: (*conn).command},
+		"client":  {arity: -2, subs: clientSubs()},
+		"command": {arity: -1, run: (*conn).commandAll, subs: commandSubs()},
 		"info":    {arity: -1, run: (*conn).info, offLoop: true},
 		// Transactions (multi.go); inside MULTI, queue answers these.
 		"multi":   {arity: 1, run: (*conn).multi},
@@ -42,13 +45,12 @@ func connCommandTable() map[string]connCmd {
 // connCommand runs the connection command in args, arity checked. It
 // reports false when args[0] names none.
 func (c *conn) connCommand(args [][]byte) bool {
-	lower := strings.ToLower(string(args[0]))
-	cmd, ok := c.srv.connCmds[lower]
-	if !ok {
+	cmd, msg, found := c.srv.lookupConnCmd(args)
+	switch {
+	case !found:
 		return false
-	}
-	if n := len(args); (cmd.arity > 0 && n != cmd.arity) || n < -cmd.arity {
-		c.out.err(fmt.Sprintf("ERR wrong number of arguments for '%s' command", lower))
+	case msg != "":
+		c.out.err(msg)
 		return true
 	}
 	if cmd.offLoop {
@@ -58,6 +60,33 @@ func (c *conn) connCommand(args [][]byte) bool {
 	}
 	cmd.run(c, args)
 	return true
+}
+
+// lookupConnCmd finds the connection command that args names, down to a
+// container's subcommand (CLIENT LIST), and checks its arity. found is false
+// when args[0] names no connection command; msg is the error to answer
+// when the subcommand or the arity is wrong.
+func (s *Server) lookupConnCmd(args [][]byte) (cmd connCmd, msg string, found bool) {
+	lower := strings.ToLower(string(args[0]))
+	cmd, found = s.connCmds[lower]
+	if !found {
+		return cmd, "", false
+	}
+	if n := len(args); (cmd.arity > 0 && n != cmd.arity) || n < -cmd.arity {
+		return cmd, fmt.Sprintf("ERR wrong number of arguments for '%s' command", lower), true
+	}
+	if cmd.subs != nil && len(args) > 1 {
+		sub := strings.ToLower(string(args[1]))
+		sc, ok := cmd.subs[sub]
+		if !ok {
+			return cmd, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", args[1], strings.ToUpper(lower)), true
+		}
+		if n := len(args); (sc.arity > 0 && n != sc.arity) || n < -sc.arity {
+			return cmd, fmt.Sprintf("ERR wrong number of arguments for '%s|%s' command", lower, sub), true
+		}
+		cmd = sc
+	}
+	return cmd, "", true
 }
 
 func cloneArgs(args [][]byte) [][]byte {
@@ -187,10 +216,11 @@ func (c *conn) hello(args [][]byte) {
 			c.out.err(errClientName)
 			return
 		}
-		c.name = string(name)
+		c.setMeta(func() { c.name = string(name) })
 	}
 	c.authed = true
 	c.out.resp3 = proto == 3
+	c.setMeta(func() { c.proto = proto })
 	c.out.mapHeader(7)
 	c.out.bulkString("server")
 	c.out.bulkString("prepkey")
@@ -223,45 +253,4 @@ func validClientName(name []byte) bool {
 		}
 	}
 	return true
-}
-
-// CLIENT SETNAME | GETNAME | ID | SETINFO | INFO
-func (c *conn) client(args [][]byte) {
-	sub := strings.ToLower(string(args[1]))
-	switch {
-	case sub == "id" && len(args) == 2:
-		c.out.int(c.id)
-	case sub == "getname" && len(args) == 2:
-		if c.name == "" {
-			c.out.null()
-			return
-		}
-		c.out.bulkString(c.name)
-	case sub == "setname" && len(args) == 3:
-		if !validClientName(args[2]) {
-			c.out.err(errClientName)
-			return
-		}
-		c.name = string(args[2])
-		c.out.simple("OK")
-	case sub == "setinfo" && len(args) == 4:
-		attr := strings.ToLower(string(args[2]))
-		if (attr != "lib-name" && attr != "lib-ver") || !validClientName(args[3]) {
-			c.out.err(fmt.Sprintf("ERR Unrecognized option '%s'", args[2]))
-			return
-		}
-		if attr == "lib-name" {
-			c.lib[0] = string(args[3])
-		} else {
-			c.lib[1] = string(args[3])
-		}
-		c.out.simple("OK")
-	case sub == "info" && len(args) == 2:
-		c.out.bulkString(fmt.Sprintf("id=%d addr=%s name=%s resp=%d lib-name=%s lib-ver=%s\n",
-			c.id, c.gc.RemoteAddr(), c.name, map[bool]int{false: 2, true: 3}[c.out.resp3], c.lib[0], c.lib[1]))
-	case sub == "id" || sub == "getname" || sub == "setname" || sub == "setinfo" || sub == "info":
-		c.out.err(fmt.Sprintf("ERR wrong number of arguments for 'client|%s' command", sub))
-	default:
-		c.out.err(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", args[1]))
-	}
 }

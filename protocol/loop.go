@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -27,6 +28,15 @@ func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c := gc.Context().(*conn)
 	c.gc, c.loop, c.active = gc, gc.EventLoop(), time.Now()
+	// What CLIENT LIST shows of the socket is read here, on the loop: gnet
+	// clears it at close. The handle is set here too, before the
+	// connection is served (Serve sets it once enrolling returns), for
+	// CLIENT LIST and KILL; both are published under the lock.
+	c.addr, c.laddr, c.fd = addrString(gc.RemoteAddr()), addrString(gc.LocalAddr()), gc.Fd()
+	c.unix = gc.LocalAddr() != nil && gc.LocalAddr().Network() == "unix"
+	e.s.mu.Lock()
+	c.handle = gc
+	e.s.mu.Unlock()
 	c.batcher = e.s.batcherFor(c.loop)
 	if e.s.closing.Load() {
 		return nil, gnet.Close
@@ -54,6 +64,7 @@ func (e loopEvents) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	c := gc.Context().(*conn)
 	c.active = time.Now()
+	c.lastInput.Store(c.active.Unix())
 	if c.busy {
 		// Input waits in gnet's buffer until the run is back, within bounds.
 		if gc.InboundBuffered() > max(minInboundLimit, 2*e.s.cfg.MaxBulk) {
@@ -79,3 +90,10 @@ func (g gnetLogger) Infof(format string, args ...any)  { g.log.Debug(fmt.Sprintf
 func (g gnetLogger) Warnf(format string, args ...any)  { g.log.Warn(fmt.Sprintf(format, args...)) }
 func (g gnetLogger) Errorf(format string, args ...any) { g.log.Error(fmt.Sprintf(format, args...)) }
 func (g gnetLogger) Fatalf(format string, args ...any) { g.log.Error(fmt.Sprintf(format, args...)) }
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}

@@ -98,11 +98,11 @@ func (c *conn) queue(args [][]byte) {
 			c.refuse(r.Text)
 			return
 		}
-	} else if cmd, ok := c.srv.connCmds[name]; !ok {
+	} else if _, msg, found := c.srv.lookupConnCmd(args); !found {
 		c.refuse(commands.UnknownCommand(args).Text)
 		return
-	} else if n := len(args); (cmd.arity > 0 && n != cmd.arity) || n < -cmd.arity {
-		c.refuse(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+	} else if msg != "" {
+		c.refuse(msg)
 		return
 	}
 	if c.tx.refused {
@@ -168,6 +168,7 @@ func (c *conn) runBlock(cmds [][][]byte) {
 		}
 		// Already off the loop: even a command that waits on the backend
 		// (INFO) runs here, in its place in the reply.
-		c.srv.connCmds[strings.ToLower(string(args[0]))].run(c, args)
+		cmd, _, _ := c.srv.lookupConnCmd(args)
+		cmd.run(c, args)
 	}
 }

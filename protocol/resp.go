@@ -68,3 +68,32 @@ func (w *writer) reply(r commands.Reply) {
 		w.err(r.Text)
 	}
 }
+
+// statusSet writes simple strings as a set: ~n in RESP3, an array in RESP2
+// (Redis's command and argument flags).
+func (w *writer) statusSet(items []string) {
+	w.setHeader(len(items))
+	for _, s := range items {
+		w.simple(s)
+	}
+}
+
+// verbatim writes text as RESP3's verbatim string of format txt, or a bulk
+// string in RESP2 (Redis's CLIENT LIST and CLIENT INFO).
+func (w *writer) verbatim(text string) {
+	if !w.resp3 {
+		w.bulkString(text)
+		return
+	}
+	w.b = append(strconv.AppendInt(append(w.b, '='), int64(len(text)+4), 10), "\r\ntxt:"...)
+	w.b = append(append(w.b, text...), '\r', '\n')
+}
+
+// setHeader starts a set of n items: ~n in RESP3, an array in RESP2.
+func (w *writer) setHeader(n int) {
+	if !w.resp3 {
+		w.array(n)
+		return
+	}
+	w.b = append(strconv.AppendInt(append(w.b, '~'), int64(n), 10), '\r', '\n')
+}

@@ -36,7 +36,10 @@ func TestWireBytes(t *testing.T) {
 	r.do("$4\r\napp1\r\n", "CLIENT", "GETNAME")
 	r.do("-ERR Client names cannot contain spaces, newlines or special characters.\r\n", "CLIENT", "SETNAME", "a b")
 	r.do("+OK\r\n", "CLIENT", "SETINFO", "LIB-NAME", "go-redis")
-	r.do("*0\r\n", "COMMAND", "DOCS")
+	r.do("-ERR LIB-NAME cannot contain spaces, newlines or special characters.\r\n", "CLIENT", "SETINFO", "LIB-NAME", "a b")
+	r.do("-ERR Unrecognized option 'LIB-X'\r\n", "CLIENT", "SETINFO", "LIB-X", "a")
+	r.do("+OK\r\n", "CLIENT", "NO-TOUCH", "on")
+	r.do("+OK\r\n", "CLIENT", "MAINT_NOTIFICATIONS", "on", "moving-endpoint-type", "internal-ip")
 	r.do("-ERR unknown command 'FLUSHALL', with args beginning with: \r\n", "FLUSHALL")
 
 	// HELLO 2 answers a flat array and keeps RESP2
@@ -53,7 +56,7 @@ func TestWireBytes(t *testing.T) {
 	r.do("_\r\n", "PK.GET", "ns", "none")
 	r.do("_\r\n", "PK.GETVALUE", "ns", "none")
 	r.do("*2\r\n$1\r\nv\r\n:-1\r\n", "PK.GETVALUE", "ns", "k")
-	r.do("%0\r\n", "COMMAND", "DOCS")
+	r.do("%0\r\n", "COMMAND", "DOCS", "nosuch")
 	r.do(":1\r\n", "PK.ROLLBACK", "ns", "k")
 
 	// an inline command, as telnet sends it

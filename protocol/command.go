@@ -1,0 +1,226 @@
+package protocol
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/prepkey/prepkey/commands"
+)
+
+// commandInfo is one entry of COMMAND's reply.
+type commandInfo struct {
+	name             string // full name: "client|list" for a subcommand
+	arity            int
+	flags, acl, tips []string
+	subs             []commandInfo // a container's subcommands, by name
+}
+
+// allCommands lists every command the server answers, by name: the PK
+// commands and the connection commands, each container with its
+// subcommands.
+func allCommands(connCmds map[string]connCmd) []commandInfo {
+	var list []commandInfo
+	for _, s := range commands.Specs() {
+		flags := []string{"readonly", "fast"}
+		if s.Write {
+			flags = []string{"write", "fast"}
+		}
+		list = append(list, infoOf(s.Name, s.Arity, flags))
+	}
+	for name, cmd := range connCmds {
+		ci := infoOf(name, cmd.arity, []string{"fast"})
+		for sub, sc := range cmd.subs {
+			ci.subs = append(ci.subs, infoOf(name+"|"+sub, sc.arity, []string{"fast"}))
+		}
+		slices.SortFunc(ci.subs, byName)
+		list = append(list, ci)
+	}
+	slices.SortFunc(list, byName)
+	return list
+}
+
+func byName(a, b commandInfo) int { return strings.Compare(a.name, b.name) }
+
+// infoOf is name's entry: its flags, ACL categories and tips from
+// commandMeta, or defFlags.
+func infoOf(name string, arity int, defFlags []string) commandInfo {
+	m := commandMeta[name]
+	ci := commandInfo{name: name, arity: arity, flags: m.flags, acl: m.acl, tips: m.tips}
+	if ci.flags == nil {
+		ci.flags = defFlags
+	}
+	return ci
+}
+
+// lookupCommand finds a command or subcommand ("client|list") by full name,
+// in any case, as Redis's COMMAND INFO and COMMAND DOCS do.
+func lookupCommand(list []commandInfo, name string) (commandInfo, bool) {
+	top, sub, isSub := strings.Cut(strings.ToLower(name), "|")
+	i := slices.IndexFunc(list, func(ci commandInfo) bool { return ci.name == top })
+	if i < 0 {
+		return commandInfo{}, false
+	}
+	if !isSub {
+		return list[i], true
+	}
+	j := slices.IndexFunc(list[i].subs, func(ci commandInfo) bool { return ci.name == top+"|"+sub })
+	if j < 0 {
+		return commandInfo{}, false
+	}
+	return list[i].subs[j], true
+}
+
+// writeCommandInfo writes Redis 7's ten-field entry. PK commands declare no
+// Redis keys (first key 0): a namespace and key pair is not a Redis key, so
+// cluster-aware clients must not route on it.
+func (w *writer) writeCommandInfo(ci commandInfo) {
+	w.array(10)
+	w.bulkString(ci.name)
+	w.int(int64(ci.arity))
+	w.statusSet(ci.flags)
+	w.int(0)
+	w.int(0)
+	w.int(0)
+	w.statusSet(ci.acl)
+	w.setHeader(len(ci.tips))
+	for _, t := range ci.tips {
+		w.bulkString(t)
+	}
+	w.setHeader(0) // key specs
+	if ci.subs == nil {
+		w.setHeader(0)
+		return
+	}
+	w.array(len(ci.subs))
+	for _, s := range ci.subs {
+		w.writeCommandInfo(s)
+	}
+}
+
+// commandSubs are COMMAND's subcommands; COMMAND alone is commandAll.
+func commandSubs() map[string]connCmd {
+	return map[string]connCmd{
+		"count": {arity: 2, run: (*conn).commandCount},
+		"list":  {arity: -2, run: (*conn).commandList},
+		"docs":  {arity: -2, run: (*conn).commandDocs},
+		"info":  {arity: -2, run: (*conn).commandInfo},
+		"help":  {arity: 2, run: (*conn).commandHelp},
+	}
+}
+
+// COMMAND
+func (c *conn) commandAll([][]byte) {
+	list := allCommands(c.srv.connCmds)
+	c.out.array(len(list))
+	for _, ci := range list {
+		c.out.writeCommandInfo(ci)
+	}
+}
+
+// COMMAND COUNT: the top-level commands, as in Redis.
+func (c *conn) commandCount([][]byte) {
+	c.out.int(int64(len(allCommands(c.srv.connCmds))))
+}
+
+// COMMAND LIST: every command and subcommand. FILTERBY is not supported.
+func (c *conn) commandList(args [][]byte) {
+	if len(args) > 2 {
+		c.out.err("ERR syntax error")
+		return
+	}
+	var names []string
+	for _, ci := range allCommands(c.srv.connCmds) {
+		names = append(names, ci.name)
+		for _, s := range ci.subs {
+			names = append(names, s.name)
+		}
+	}
+	c.out.array(len(names))
+	for _, n := range names {
+		c.out.bulkString(n)
+	}
+}
+
+// COMMAND INFO [name ...]: nil for a name it does not know.
+func (c *conn) commandInfo(args [][]byte) {
+	if len(args) == 2 {
+		c.commandAll(args)
+		return
+	}
+	list := allCommands(c.srv.connCmds)
+	c.out.array(len(args) - 2)
+	for _, n := range args[2:] {
+		ci, ok := lookupCommand(list, string(n))
+		if !ok {
+			c.out.null()
+			continue
+		}
+		c.out.writeCommandInfo(ci)
+	}
+}
+
+// COMMAND DOCS [name ...]: a map of name to docs, leaving out the names it
+// does not know, as Redis does.
+func (c *conn) commandDocs(args [][]byte) {
+	list := allCommands(c.srv.connCmds)
+	var found []commandInfo
+	if len(args) == 2 {
+		found = list
+	}
+	for _, n := range args[2:] {
+		if ci, ok := lookupCommand(list, string(n)); ok {
+			found = append(found, ci)
+		}
+	}
+	c.out.mapHeader(len(found))
+	for _, ci := range found {
+		c.out.bulkString(ci.name)
+		var subs []string
+		for _, s := range ci.subs {
+			subs = append(subs, s.name)
+		}
+		c.out.writeDocs(docsOf(ci.name), subs)
+	}
+}
+
+// docsOf is name's entry in commandMeta; a command without one (a test
+// holds that there is none) still gets the fields redis-cli needs.
+func docsOf(name string) cmdMeta {
+	m, ok := commandMeta[name]
+	if !ok {
+		m = cmdMeta{summary: "(no documentation)", group: "server"}
+	}
+	return m
+}
+
+// COMMAND HELP: Redis's text, less the subcommands prepkey does not have
+// (GETKEYS, GETKEYSANDFLAGS, LIST's FILTERBY).
+func (c *conn) commandHelp([][]byte) {
+	c.out.help("COMMAND",
+		"(no subcommand)",
+		"    Return details about all Redis commands.",
+		"COUNT",
+		"    Return the total number of commands in this Redis server.",
+		"LIST",
+		"    Return a list of all commands in this Redis server.",
+		"INFO [<command-name> ...]",
+		"    Return details about multiple Redis commands.",
+		"    If no command names are given, documentation details for all",
+		"    commands are returned.",
+		"DOCS [<command-name> ...]",
+		"    Return documentation details about multiple Redis commands.",
+		"    If no command names are given, documentation details for all",
+		"    commands are returned.")
+}
+
+// help writes a HELP reply as Redis's addReplyHelp does.
+func (w *writer) help(cmd string, lines ...string) {
+	w.array(len(lines) + 3)
+	w.simple(fmt.Sprintf("%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd))
+	for _, l := range lines {
+		w.simple(l)
+	}
+	w.simple("HELP")
+	w.simple("    Print this help.")
+}
