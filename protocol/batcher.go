@@ -142,6 +142,7 @@ func sendRuns(h Handler, conns []*conn) time.Duration {
 	began := time.Now()
 	h.Batch(context.Background(), cmds, replies)
 	took := time.Since(began)
+	recordStoreCall(conns[0].stats, len(cmds), took)
 	writeReplies(conns, replies)
 	return took
 }
@@ -162,6 +163,7 @@ func runsOf(conns []*conn) [][][]byte {
 // writeReplies writes replies, in the order of runsOf(conns), to each
 // connection's out.
 func writeReplies(conns []*conn, replies []commands.Reply) {
+	recordRuns(conns, replies)
 	i := 0
 	for _, c := range conns {
 		for range c.runArgs {

@@ -60,6 +60,14 @@ type conn struct {
 	runFlat [][]byte   // those arguments, one after the other
 	runArgs [][][]byte // the run's commands, each a slice of runFlat
 
+	// Counting for INFO and metrics (stats.go): the loop's counters, when
+	// the current read began, the commands answered since.
+	stats    *loopStats
+	began    time.Time
+	notes    []pendingNote
+	lastName []byte
+	lastIdx  int
+
 	// handle is the connection for other goroutines (Shutdown wakes it);
 	// it is set under Server.mu once the loop has opened the connection.
 	handle gnet.Conn
@@ -76,7 +84,7 @@ const (
 )
 
 func newConn(s *Server) *conn {
-	c := &conn{srv: s, id: s.nextID.Add(1), authed: s.cfg.Password == "", created: time.Now().Unix()}
+	c := &conn{srv: s, id: s.nextID.Add(1), authed: s.cfg.Password == "", created: time.Now().Unix(), lastIdx: -1}
 	c.lastInput.Store(c.created)
 	c.guard.lim = c.limits
 	return c
@@ -95,6 +103,7 @@ func (c *conn) limits() limits {
 // reports whether the connection is to be closed.
 func (c *conn) serve() (closeIt bool) {
 	buf, _ := c.gc.Peek(-1)
+	c.began = time.Now()
 	if c.refused == "" && c.scanned < len(buf) {
 		// Framing limits are checked on bytes as they arrive, before any
 		// request is parsed. The complete requests before a refusal are
@@ -133,7 +142,9 @@ func (c *conn) serve() (closeIt bool) {
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
 		case c.tx.on:
+			at := len(c.out.b)
 			c.queue(args)
+			c.noteQueued(args[0], at)
 		case c.batched(args[0]):
 			c.runRaw, c.runFlat, c.runArgs = c.runRaw[:0], c.runFlat[:0], c.runArgs[:0]
 			c.keep(args)
@@ -169,6 +180,7 @@ func (c *conn) serve() (closeIt bool) {
 		return c.fail(c.refused)
 	}
 	c.flush()
+	c.flushNotes()
 	if c.unread() {
 		return true
 	}
@@ -208,6 +220,7 @@ func crossProtocol(name []byte) bool {
 // fail answers a protocol error and has the connection closed, as Redis
 // does.
 func (c *conn) fail(msg string) bool {
+	c.srv.cfg.Logger.Info("closing a client after a protocol error", "id", c.id, "err", msg)
 	c.out.err("ERR Protocol error: " + msg)
 	c.flush()
 	return true
@@ -291,6 +304,7 @@ func (c *conn) offload(work func()) {
 // written first, since out then belongs to that work until resume.
 func (c *conn) goBusy() {
 	c.flush()
+	c.flushNotes()
 	c.busy = true
 }
 
@@ -322,6 +336,12 @@ func (c *conn) resume() {
 // dispatch answers one command on the loop.
 func (c *conn) dispatch(args [][]byte) {
 	c.srv.processed.Add(1)
+	at := len(c.out.b)
+	c.answer(args)
+	c.note(args[0], at)
+}
+
+func (c *conn) answer(args [][]byte) {
 	if !c.authed && !allowedBeforeAuth(args[0]) {
 		c.out.err("NOAUTH Authentication required.")
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // connCmd is a connection command: it answers from the connection's and the
@@ -55,7 +56,12 @@ func (c *conn) connCommand(args [][]byte) bool {
 	}
 	if cmd.offLoop {
 		args = cloneArgs(args) // they point into gnet's buffer
-		c.offload(func() { cmd.run(c, args) })
+		idx, began := c.statIndex(args[0]), c.began
+		c.offload(func() {
+			cmd.run(c, args)
+			o, p := classifyWire(c.out.b)
+			c.srv.stats.record(c.stats, idx, o, p, time.Since(began))
+		})
 		return true
 	}
 	cmd.run(c, args)

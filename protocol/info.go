@@ -3,63 +3,149 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
 // INFO [section ...]
+//
+// The sections and field names are Redis's where they mean the same thing,
+// so that redis-cli, Redis dashboards and redis_exporter read them as they
+// read Redis. As in Redis, INFO and INFO default leave out Commandstats;
+// INFO all and INFO everything show every section; named sections show
+// those. Backend is prepkey's own (and pings the backend: INFO runs off the
+// loop).
 func (c *conn) info(args [][]byte) {
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		want[strings.ToLower(string(a))] = true
 	}
-	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
+	everything := want["all"] || want["everything"]
+	byDefault := len(want) == 0 || want["default"] || everything
+	s := c.srv
+	snap := s.Stats()
 	var b strings.Builder
-	section := func(name string, fields ...string) {
-		if !all && !want[strings.ToLower(name)] {
+	section := func(name string, inDefault bool, fields func(add func(k, v string))) {
+		if !(byDefault && inDefault) && !everything && !want[strings.ToLower(name)] {
 			return
 		}
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
 		b.WriteString("# " + name + "\r\n")
-		for i := 0; i+1 < len(fields); i += 2 {
-			b.WriteString(fields[i] + ":" + fields[i+1] + "\r\n")
-		}
+		fields(func(k, v string) { b.WriteString(k + ":" + v + "\r\n") })
 	}
-	s := c.srv
-	uptime := time.Since(s.started)
-	section("Server",
-		"redis_version", redisVersion,
-		"prepkey_version", s.cfg.Version,
-		"redis_mode", "standalone",
-		"os", runtime.GOOS,
-		"arch_bits", "64",
-		"process_id", fmt.Sprint(os.Getpid()),
-		"tcp_port", listenPort(s),
-		"uptime_in_seconds", fmt.Sprint(int64(uptime.Seconds())),
-		"uptime_in_days", fmt.Sprint(int64(uptime.Hours()/24)))
-	section("Clients",
-		"connected_clients", fmt.Sprint(s.clients.Load()),
-		"maxclients", fmt.Sprint(s.cfg.MaxClients))
-	section("Persistence", "loading", "0")
-	section("Stats", "total_commands_processed", fmt.Sprint(s.processed.Load()))
-	if all || want["backend"] {
+	section("Server", true, func(add func(k, v string)) {
+		add("redis_version", redisVersion)
+		add("prepkey_version", s.cfg.Version)
+		add("redis_mode", "standalone")
+		add("os", runtime.GOOS)
+		add("arch_bits", "64")
+		add("process_id", fmt.Sprint(os.Getpid()))
+		add("run_id", s.runID)
+		add("tcp_port", listenPort(s))
+		add("uptime_in_seconds", fmt.Sprint(int64(snap.Uptime.Seconds())))
+		add("uptime_in_days", fmt.Sprint(int64(snap.Uptime.Hours()/24)))
+	})
+	section("Clients", true, func(add func(k, v string)) {
+		add("connected_clients", fmt.Sprint(snap.ConnectedClients))
+		add("maxclients", fmt.Sprint(snap.MaxClients))
+		add("blocked_clients", "0")
+	})
+	section("Memory", true, func(add func(k, v string)) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		add("used_memory", fmt.Sprint(ms.HeapAlloc))
+		add("used_memory_rss", fmt.Sprint(rssBytes()))
+	})
+	section("Persistence", true, func(add func(k, v string)) { add("loading", "0") })
+	section("Stats", true, func(add func(k, v string)) {
+		var errs uint64
+		for _, n := range snap.Errors {
+			errs += n
+		}
+		add("total_connections_received", fmt.Sprint(snap.ConnectionsTotal))
+		add("total_commands_processed", fmt.Sprint(snap.CommandsProcessed))
+		add("rejected_connections", fmt.Sprint(snap.RejectedTotal))
+		add("total_error_replies", fmt.Sprint(errs))
+	})
+	section("Replication", true, func(add func(k, v string)) {
+		add("role", "master")
+		add("connected_slaves", "0")
+	})
+	section("CPU", true, func(add func(k, v string)) {
+		user, sys := cpuSeconds()
+		add("used_cpu_sys", fmt.Sprintf("%.6f", sys))
+		add("used_cpu_user", fmt.Sprintf("%.6f", user))
+	})
+	section("Commandstats", false, func(add func(k, v string)) {
+		for _, cs := range snap.Commands {
+			if cs.Name == "unknown" || cs.Calls() == 0 {
+				continue
+			}
+			// As in Redis: calls are those that ran (failed ones too),
+			// rejected_calls those refused before (argument errors).
+			rejected := cs.Outcomes[OutcomeError]
+			calls := cs.Calls() - rejected
+			usec := cs.Latency.Sum / 1000
+			perCall := 0.0
+			if calls > 0 {
+				perCall = float64(usec) / float64(calls)
+			}
+			add("cmdstat_"+cs.Name, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
+				calls, usec, perCall, rejected, cs.Outcomes[OutcomeUnavailable]))
+		}
+	})
+	section("Errorstats", true, func(add func(k, v string)) {
+		prefixes := slices.Sorted(maps.Keys(snap.Errors))
+		for _, p := range prefixes {
+			add("errorstat_"+p, fmt.Sprintf("count=%d", snap.Errors[p]))
+		}
+	})
+	section("Backend", true, func(add func(k, v string)) {
 		ready, reason := "1", ""
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if err := s.backend.Ping(ctx); err != nil {
 			ready, reason = "0", strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
 		}
 		cancel()
-		fields := []string{"backend", s.cfg.Backend, "backend_ready", ready}
+		add("backend", s.cfg.Backend)
+		add("backend_ready", ready)
 		if reason != "" {
-			fields = append(fields, "backend_error", reason)
+			add("backend_error", reason)
 		}
-		section("Backend", fields...)
-	}
+	})
+	section("Keyspace", true, func(func(k, v string)) {})
 	c.out.bulkString(b.String())
+}
+
+// rssBytes is the process's resident set size, from /proc (0 elsewhere).
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// cpuSeconds is the CPU time the process has used, user and system.
+func cpuSeconds() (user, sys float64) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds()
 }
 
 func listenPort(s *Server) string {

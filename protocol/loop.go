@@ -38,6 +38,7 @@ func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	c.handle = gc
 	e.s.mu.Unlock()
 	c.batcher = e.s.batcherFor(c.loop)
+	c.stats = e.s.stats.forLoop(c.loop)
 	if e.s.closing.Load() {
 		return nil, gnet.Close
 	}

@@ -154,7 +154,9 @@ func (c *conn) runBlock(cmds [][][]byte) {
 		}
 	}
 	replies := make([]commands.Reply, len(pk))
-	if abort, ok := c.srv.handler.Exec(context.Background(), pk, replies); !ok {
+	abort, ok := c.srv.handler.Exec(context.Background(), pk, replies)
+	c.recordBlock(pk, replies, abort, ok)
+	if !ok {
 		c.out.reply(abort)
 		return
 	}

@@ -96,6 +96,8 @@ type Server struct {
 	started time.Time
 	// connCmds is the table of connection commands.
 	connCmds map[string]connCmd
+	stats    *stats
+	runID    string // INFO's run_id: tells a restart apart
 
 	nextID    atomic.Int64
 	processed atomic.Int64
@@ -122,8 +124,10 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	if cfg.MaxBulk == 0 {
 		cfg.MaxBulk = 1 << 20
 	}
+	connCmds := connCommandTable()
 	return &Server{cfg: cfg, handler: handler, backend: backend, started: time.Now(),
-		conns: make(map[*conn]struct{}), batchers: make(map[gnet.EventLoop]*batcher), connCmds: connCommandTable()}
+		conns: make(map[*conn]struct{}), batchers: make(map[gnet.EventLoop]*batcher), connCmds: connCmds,
+		stats: newStats(connCmds), runID: newRunID()}
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -178,8 +182,12 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) accept(nc net.Conn, loops *gnet.Client) {
+	s.stats.received.Add(1)
 	if n := s.clients.Add(1); s.cfg.MaxClients > 0 && n > int64(s.cfg.MaxClients) {
 		s.clients.Add(-1)
+		s.stats.rejected.Add(1)
+		s.cfg.Logger.Warn("connection refused: max number of clients reached", "id", s.nextID.Add(1),
+			"remote", nc.RemoteAddr().String(), "maxclients", s.cfg.MaxClients)
 		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = nc.Write([]byte("-ERR max number of clients reached\r\n"))
 		_ = nc.Close()

@@ -3,7 +3,9 @@ package protocol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -64,6 +66,8 @@ type upstream struct {
 	out     []byte
 	fault   error // why the loop closes gc, for Lost
 	stop    chan struct{}
+	name    string      // "loop-N", in its log lines
+	lost    atomic.Bool // the connection dropped; the next dial logs it regained
 }
 
 // flight is a batch whose requests are on the upstream connection.
@@ -87,7 +91,8 @@ const maxUpstreamInput = 256 << 20
 var errNoRequest = errors.New("reply to no request")
 
 func newUpstream(s *Server, w Wire, loop gnet.EventLoop) *upstream {
-	u := &upstream{srv: s, wire: w, loop: loop, stop: make(chan struct{})}
+	u := &upstream{srv: s, wire: w, loop: loop, stop: make(chan struct{}),
+		name: fmt.Sprintf("loop-%d", s.stats.upstreamSeq.Add(1))}
 	go u.dial()
 	go u.watch()
 	return u
@@ -140,6 +145,7 @@ func (u *upstream) onTraffic(gc gnet.Conn) (closeIt bool) {
 		}
 		u.flights[0] = nil
 		u.flights = u.flights[1:]
+		recordStoreCall(f.conns[0].stats, len(f.calls.Ops), time.Since(f.sent))
 		u.land(f)
 	}
 	if off > 0 { // Discard(0) would drop it all
@@ -231,6 +237,11 @@ func (u *upstream) onClose(err error) {
 		cause = errors.New("closed")
 	}
 	u.gc, u.fault = nil, nil
+	u.srv.stats.upstreamsUp.Add(-1)
+	if !u.srv.closing.Load() {
+		u.lost.Store(true)
+		u.srv.cfg.Logger.Warn("backend connection lost", "conn", u.name, "err", cause)
+	}
 	flights := u.flights
 	u.flights = nil
 	for _, f := range flights {
@@ -272,6 +283,10 @@ func (u *upstream) dial() {
 			return // the loops are stopping
 		}
 		if r := <-registered; r.Err == nil {
+			u.srv.stats.upstreamsUp.Add(1)
+			if u.lost.Swap(false) {
+				u.srv.cfg.Logger.Info("backend connection regained", "conn", u.name)
+			}
 			return
 		}
 	}

@@ -79,6 +79,7 @@ type Store struct {
 
 	stopSweep chan struct{}
 	sweepDone chan struct{}
+	swept     atomic.Int64 // records deleted by the sweep, for metrics
 }
 
 // config holds what tests tune that callers of Open need not.

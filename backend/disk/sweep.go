@@ -66,6 +66,7 @@ func (s *Store) sweep() (int, error) {
 			}
 			if ok {
 				deleted++
+				s.swept.Add(1)
 			}
 		}
 		if len(keys) < sweepChunk {

@@ -12,6 +12,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prepkey/prepkey/backend"
@@ -35,6 +36,7 @@ type Store struct {
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+	swept     atomic.Int64 // records deleted by the sweep, for metrics
 }
 
 // New returns an empty store and starts its sweeper; Close stops it.

@@ -46,6 +46,7 @@ func (s *Store) sweep() (visited int) {
 				}
 				heap.Pop(&sh.exp)
 				delete(sh.recs, en.key)
+				s.swept.Add(1)
 			}
 			sh.mu.Unlock()
 		}

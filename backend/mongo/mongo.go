@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -71,6 +72,7 @@ type Store struct {
 	ttlMissing   bool            // the server has no TTL indexes (FerretDB)
 	stopSweeping context.CancelFunc
 	sweeperDone  chan struct{}
+	swept        atomic.Int64 // records deleted by Sweep (not by a TTL index), for metrics
 
 	// beforeRelease, when set by a test, runs between the two steps of
 	// Move, where a failure must be compensated.

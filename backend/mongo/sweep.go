@@ -72,7 +72,10 @@ func (s *Store) sweepCollection(ctx context.Context, c *mongo.Collection) error 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	indexErr := s.ensureTTLIndex(ctx, c)
-	_, err := c.DeleteMany(ctx, bson.D{{Key: fieldExpireAt, Value: bson.D{{Key: "$lte", Value: bson.DateTime(s.nowMs())}}}})
+	res, err := c.DeleteMany(ctx, bson.D{{Key: fieldExpireAt, Value: bson.D{{Key: "$lte", Value: bson.DateTime(s.nowMs())}}}})
+	if res != nil {
+		s.swept.Add(res.DeletedCount)
+	}
 	if err != nil {
 		err = fmt.Errorf("delete expired: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,8 @@ type Config struct {
 	backend.Options
 	// KeyPrefix starts every Redis key; empty means DefaultKeyPrefix.
 	KeyPrefix string
+	// Logger receives the failovers seen (Sentinel); nil discards them.
+	Logger *slog.Logger
 	// Timeout bounds each call, the caller's context having no deadline;
 	// zero means DefaultTimeout. A composed key change on a Cluster may take
 	// up to twice as long (its compensation has its own budget).
@@ -61,6 +64,12 @@ type Store struct {
 
 	// fault, in tests only, injects failures into moveAcross (see inject).
 	fault func(step string) error
+
+	// Counted for metrics (metrics.go).
+	noscript  atomic.Int64 // ops sent again with EVAL after NOSCRIPT
+	failovers atomic.Int64 // changes of the Sentinel master seen
+	log       *slog.Logger
+	master    atomic.Pointer[string] // the master address last seen (Sentinel)
 
 	mu      sync.Mutex
 	dialing chan struct{} // closed when the running dial ends; nil if none
@@ -104,6 +113,10 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		retention:   strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
 		scripts:     loadScripts(),
 		composed:    t.topology == Cluster,
+		log:         cfg.Logger,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	// Connect in the background so that the first command does not pay for
 	// it; a failure here is only remembered, the next call dials again.
@@ -255,7 +268,11 @@ func (s *Store) Ping(ctx context.Context) error {
 		return s.fail(ctx, "ping", err)
 	}
 	if s.target.topology != Cluster {
-		return s.fail(ctx, "ping", c.Do(ctx, c.B().Ping().Build()).Error())
+		err := s.fail(ctx, "ping", c.Do(ctx, c.B().Ping().Build()).Error())
+		if err == nil && s.target.topology == Sentinel {
+			s.seeMaster(c)
+		}
+		return err
 	}
 	info, err := c.Do(ctx, c.B().ClusterInfo().Build()).ToString()
 	if err != nil {

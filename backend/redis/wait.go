@@ -98,6 +98,7 @@ func (s *Store) exec(ctx context.Context, c rueidis.Client, calls []call) (rs []
 	var again []int
 	for k, r := range rs {
 		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
+			s.noscript.Add(1)
 			again = append(again, k)
 		}
 	}

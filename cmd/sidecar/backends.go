@@ -49,7 +49,7 @@ func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string
 	case "redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster":
 		// Open fails only on a malformed URL: a Redis that is down makes
 		// the sidecar start not-ready (INFO) and recover by itself.
-		s, err := redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout})
+		s, err := redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout, Logger: log})
 		if err != nil {
 			return nil, "", fmt.Errorf("--backend: %w", err)
 		}

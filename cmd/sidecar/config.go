@@ -25,6 +25,8 @@ type config struct {
 	idleTimeout    int
 	logFormat      string
 	logLevel       string
+	adminListen    string
+	checkOnly      bool
 }
 
 // errHelp is returned for --help, which is not a failure.
@@ -50,6 +52,8 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.IntVar(&c.idleTimeout, "timeout", 0, "close a client connection idle this many `seconds` (0: never), as Redis's timeout")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.adminListen, "admin-listen", "", "`host:port` to serve HTTP on for operators: GET /metrics, /healthz, /readyz (empty: no HTTP port)")
+	fs.BoolVar(&c.checkOnly, "check", false, "check that the sidecar at --listen answers PING (with --requirepass), exit 0 if so, 1 if not: a container healthcheck")
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "Usage: sidecar [flags]\n\nprepkey serves PK.* reservation commands over the Redis protocol.\nEvery flag can also be set as PK_<NAME> in the environment (e.g. PK_MAX_KEY_BYTES); a flag wins.\n\nFlags:\n")
 		fs.SetOutput(usage)
@@ -105,6 +109,8 @@ func (c config) check() error {
 		return fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
 	case c.listen == "" || c.listen == "unix:":
 		return errors.New("--listen must name an address")
+	case c.adminListen != "" && c.adminListen == c.listen && !strings.HasSuffix(c.listen, ":0"):
+		return errors.New("--admin-listen must differ from --listen: the RESP port never serves HTTP")
 	}
 	if _, err := c.level(); err != nil {
 		return err

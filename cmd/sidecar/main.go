@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prepkey/prepkey/admin"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol"
 )
@@ -47,6 +48,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sidecar: %v\n", err)
 		return 2
 	}
+	if cfg.checkOnly {
+		return runCheck(cfg, stderr)
+	}
 	log := newLogger(cfg, stderr)
 	// Backends that log through the default logger (pebble's events in the
 	// embedded store) then follow --log-format and --log-level.
@@ -66,6 +70,15 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sidecar: --listen %s: %v\n", cfg.listen, err)
 		return 2
 	}
+	var adminLn net.Listener
+	if cfg.adminListen != "" {
+		if adminLn, err = net.Listen("tcp", cfg.adminListen); err != nil {
+			ln.Close()
+			st.Close()
+			fmt.Fprintf(stderr, "sidecar: --admin-listen %s: %v\n", cfg.adminListen, err)
+			return 2
+		}
+	}
 	limits := commands.Limits{MaxKeyBytes: cfg.maxKeyBytes, MaxValueBytes: cfg.maxValueBytes}
 	srv := protocol.New(protocol.Config{
 		Password:   cfg.requirePass,
@@ -84,8 +97,24 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		Logger:      log,
 	}, commands.New(st, limits, nil), st)
 
-	served := make(chan error, 1)
+	// The backend's health is watched whether or not /readyz is served: its
+	// transitions are logged (lost, regained).
+	health := admin.NewHealth(st, cfg.backendTimeout, log)
+	health.Start()
+	defer health.Stop()
+
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
+	var adm *admin.Server
+	if adminLn != nil {
+		adm = admin.New(admin.Config{Stats: srv, Health: health, Store: st, Logger: log})
+		go func() {
+			if err := adm.Serve(adminLn); err != nil {
+				served <- fmt.Errorf("admin: %w", err)
+			}
+		}()
+		log.Info("serving operators", "admin_listen", adminLn.Addr().String())
+	}
 	log.Info("serving", "listen", ln.Addr().String(), "backend", kind, "auth", cfg.requirePass != "")
 
 	code := 0
@@ -98,6 +127,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
+	if adm != nil {
+		_ = adm.Shutdown(shutdownCtx)
+	}
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown: connections still open", "err", err)
 	}

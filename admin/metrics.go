@@ -1,0 +1,113 @@
+package admin
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/prepkey/prepkey/protocol"
+)
+
+// StatsSource is the RESP server's counters.
+type StatsSource interface {
+	Stats() protocol.Snapshot
+}
+
+// NewRegistry is every metric of /metrics: the server's counters, read at
+// each scrape (the hot path only adds to atomic counters), the backend's
+// health, the store's own metrics when it has some, and Go's runtime and
+// process metrics.
+func NewRegistry(stats StatsSource, health *Health, store any) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "prepkey"}),
+		&serverCollector{stats: stats, health: health},
+	)
+	if c, ok := store.(prometheus.Collector); ok {
+		reg.MustRegister(c)
+	}
+	return reg
+}
+
+var (
+	descCommands = prometheus.NewDesc("prepkey_commands_total",
+		"Commands answered, by command and outcome (1, 0, nil, mismatch, error, unavailable, ok for any other reply).",
+		[]string{"command", "outcome"}, nil)
+	descDuration = prometheus.NewDesc("prepkey_command_duration_seconds",
+		"Time from a complete request to its reply written, in the sidecar, by command.",
+		[]string{"command"}, nil)
+	descBackend = prometheus.NewDesc("prepkey_backend_call_duration_seconds",
+		"Time of one backend call for a batch of commands (not the memory store, called inline).",
+		nil, nil)
+	descBatch = prometheus.NewDesc("prepkey_backend_batch_size",
+		"Commands per backend call.", nil, nil)
+	descConnected = prometheus.NewDesc("prepkey_connected_clients",
+		"Client connections open.", nil, nil)
+	descMaxClients = prometheus.NewDesc("prepkey_max_clients",
+		"Most client connections at once (--max-clients).", nil, nil)
+	descReceived = prometheus.NewDesc("prepkey_connections_received_total",
+		"Client connections accepted or refused.", nil, nil)
+	descRejected = prometheus.NewDesc("prepkey_rejected_connections_total",
+		"Client connections refused at --max-clients.", nil, nil)
+	descErrors = prometheus.NewDesc("prepkey_error_replies_total",
+		"Error replies, by prefix (ERR, NOAUTH, UNAVAILABLE, MISMATCH, ...), as INFO errorstats.",
+		[]string{"prefix"}, nil)
+	descUp = prometheus.NewDesc("prepkey_backend_up",
+		"1 when the backend answered its last ping within --backend-timeout, else 0.", nil, nil)
+	descLoopConns = prometheus.NewDesc("prepkey_backend_loop_connections",
+		"Event loops' own connections to a standalone Redis that are up (0 for other backends).", nil, nil)
+	descInfo = prometheus.NewDesc("prepkey_build_info",
+		"Always 1: the sidecar's version and backend kind.", []string{"version", "backend"}, nil)
+)
+
+// serverCollector turns a snapshot of the server's counters into metrics.
+type serverCollector struct {
+	stats  StatsSource
+	health *Health
+}
+
+func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCommands, descDuration, descBackend, descBatch, descConnected,
+		descMaxClients, descReceived, descRejected, descErrors, descUp, descLoopConns, descInfo} {
+		ch <- d
+	}
+}
+
+func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats.Stats()
+	for _, cs := range s.Commands {
+		for o, n := range cs.Outcomes {
+			ch <- prometheus.MustNewConstMetric(descCommands, prometheus.CounterValue, float64(n), cs.Name, s.OutcomeNames[o])
+		}
+		ch <- histogram(descDuration, cs.Latency, s.LatencyBoundsNanos, 1e-9, cs.Name)
+	}
+	ch <- histogram(descBackend, s.BackendLatency, s.LatencyBoundsNanos, 1e-9)
+	ch <- histogram(descBatch, s.BatchSize, s.BatchBounds, 1)
+	ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(s.ConnectedClients))
+	ch <- prometheus.MustNewConstMetric(descMaxClients, prometheus.GaugeValue, float64(s.MaxClients))
+	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(s.ConnectionsTotal))
+	ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(s.RejectedTotal))
+	for p, n := range s.Errors {
+		ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(n), p)
+	}
+	up := 0.0
+	if ok, _ := c.health.Ready(); ok {
+		up = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
+	ch <- prometheus.MustNewConstMetric(descLoopConns, prometheus.GaugeValue, float64(s.LoopBackendConns))
+	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, s.Version, s.Backend)
+}
+
+// histogram turns per-bucket counts into Prometheus's cumulative buckets;
+// scale converts the bounds and the sum to the metric's unit.
+func histogram(d *prometheus.Desc, h protocol.Hist, bounds []uint64, scale float64, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(bounds))
+	var cum uint64
+	for i, b := range bounds {
+		cum += h.Counts[i]
+		buckets[float64(b)*scale] = cum
+	}
+	cum += h.Counts[len(bounds)]
+	return prometheus.MustNewConstHistogram(d, cum, float64(h.Sum)*scale, buckets, labels...)
+}

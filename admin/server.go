@@ -1,0 +1,93 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Config is what the admin server serves.
+type Config struct {
+	// Stats is the RESP server's counters (protocol.Server.Stats).
+	Stats StatsSource
+	// Health is the backend's watched readiness.
+	Health *Health
+	// Store, when it is a prometheus.Collector, adds its own metrics
+	// (pebble's disk usage, Redis's reloads, expired records swept).
+	Store  any
+	Logger *slog.Logger
+}
+
+// Server is the HTTP server of --admin-listen.
+type Server struct {
+	http *http.Server
+	reg  *prometheus.Registry
+}
+
+// New returns the admin server; Serve serves it.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	reg := NewRegistry(cfg.Stats, cfg.Health, cfg.Store)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		MaxRequestsInFlight: 4,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		text(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ok, why := cfg.Health.Ready(); !ok {
+			text(w, http.StatusServiceUnavailable, why)
+			return
+		}
+		text(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics", "/healthz", "/readyz":
+			w.Header().Set("Allow", "GET, HEAD")
+			text(w, http.StatusMethodNotAllowed, "method not allowed")
+			return
+		}
+		text(w, http.StatusNotFound, "not found: the admin port serves GET /metrics, /healthz and /readyz")
+	})
+	return &Server{reg: reg, http: &http.Server{
+		Handler: mux,
+		// Probes and scrapes are small: bound what a client may hold.
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	}}
+}
+
+func text(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	fmt.Fprintln(w, msg)
+}
+
+// Serve serves HTTP on ln until Shutdown; it then returns nil.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops the server, letting requests under way finish until ctx
+// ends.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }

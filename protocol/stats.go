@@ -1,0 +1,488 @@
+package protocol
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/prepkey/prepkey/commands"
+)
+
+// The server counts what INFO and the metrics endpoint show. Counting is on
+// the hot path, so it costs a few atomic adds per command on counters that
+// belong to one event loop (no lock, no allocation, no contention between
+// loops), plus two clock reads per read of a connection's input, shared by
+// the commands that read brings. A scrape or INFO sums the loops' counters.
+
+// Outcome is what a reply says, for the commands-by-outcome counter.
+type Outcome uint8
+
+const (
+	// OutcomeOK is any other reply: a value, +OK, PONG, an array.
+	OutcomeOK Outcome = iota
+	Outcome1
+	Outcome0
+	OutcomeNil
+	OutcomeMismatch
+	// OutcomeError is an error reply other than MISMATCH and UNAVAILABLE:
+	// arity, syntax, limits, NOAUTH (rejected_calls in INFO).
+	OutcomeError
+	// OutcomeUnavailable is -UNAVAILABLE: the backend failed (failed_calls).
+	OutcomeUnavailable
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"ok", "1", "0", "nil", "mismatch", "error", "unavailable"}
+
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// LatencyBounds are the upper bounds of the latency histograms'
+// buckets, in nanoseconds: from a memory store's microseconds to a backend
+// timeout's seconds.
+var LatencyBounds = []uint64{
+	1e3, 2.5e3, 5e3, 10e3, 25e3, 50e3, 100e3, 250e3, 500e3,
+	1e6, 2.5e6, 5e6, 10e6, 25e6, 50e6, 100e6, 250e6, 500e6,
+	1e9, 2.5e9, 5e9, 10e9,
+}
+
+// BatchBounds are the upper bounds of the batch-size histogram's buckets.
+var BatchBounds = []uint64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096}
+
+// hist is a histogram of atomic counters: counts[i] counts observations
+// at most bounds[i] and above bounds[i-1]; the last one, above every bound.
+type hist struct {
+	counts []atomic.Uint64
+	sum    atomic.Uint64
+}
+
+func newHist(bounds []uint64) hist { return hist{counts: make([]atomic.Uint64, len(bounds)+1)} }
+
+func (h *hist) observe(v uint64, bounds []uint64) {
+	i := 0
+	for i < len(bounds) && v > bounds[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sum.Add(v)
+}
+
+// Hist is a histogram's snapshot: Counts are per bucket (not cumulative),
+// the last one above every bound.
+type Hist struct {
+	Counts []uint64
+	Sum    uint64
+}
+
+// Count is the number of observations.
+func (h Hist) Count() uint64 {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
+}
+
+func (h *hist) addTo(dst *Hist) {
+	if dst.Counts == nil {
+		dst.Counts = make([]uint64, len(h.counts))
+	}
+	for i := range h.counts {
+		dst.Counts[i] += h.counts[i].Load()
+	}
+	dst.Sum += h.sum.Load()
+}
+
+// cmdCounters are one command's counters on one loop.
+type cmdCounters struct {
+	outcomes [numOutcomes]atomic.Uint64
+	latency  hist // nanoseconds
+}
+
+// errorPrefixes are the error prefixes counted without a lock (Errorstats);
+// others, which the server does not send today, go to a map.
+var errorPrefixes = []string{"ERR", "NOAUTH", "WRONGPASS", "NOPROTO", "UNAVAILABLE", "MISMATCH", "EXECABORT"}
+
+// loopStats are the counters of one event loop.
+type loopStats struct {
+	cmds    []cmdCounters // by statTable index
+	errs    []atomic.Uint64
+	backend hist // one store call for a batch, nanoseconds
+	batch   hist // commands per store call
+}
+
+// statTable maps command names to counter indexes: every PK command and
+// connection command, then "unknown" for names nobody knows (one label
+// value, so that a client cannot grow the metrics).
+type statTable struct {
+	names  []string
+	byName map[string]int
+}
+
+func newStatTable(connCmds map[string]connCmd) statTable {
+	var names []string
+	for _, s := range commands.Specs() {
+		names = append(names, s.Name)
+	}
+	for name := range connCmds {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	names = append(names, "unknown")
+	t := statTable{names: names, byName: make(map[string]int, len(names))}
+	for i, n := range names {
+		t.byName[n] = i
+	}
+	return t
+}
+
+func (t *statTable) unknown() int { return len(t.names) - 1 }
+
+// index finds name's index without allocating.
+func (t *statTable) index(name []byte) int {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return t.unknown()
+	}
+	lower := buf[:len(name)]
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	if i, ok := t.byName[string(lower)]; ok {
+		return i
+	}
+	return t.unknown()
+}
+
+// stats are the server's counters.
+type stats struct {
+	table    statTable
+	received atomic.Int64 // connections accepted or refused
+	rejected atomic.Int64 // refused at max-clients
+	// The event loops' own backend connections (upstream): how many were
+	// made, to name them, and how many are up.
+	upstreamSeq atomic.Int64
+	upstreamsUp atomic.Int64
+
+	mu        sync.Mutex
+	loops     map[gnet.EventLoop]*loopStats
+	otherErrs map[string]uint64 // error prefixes outside errorPrefixes
+}
+
+func newStats(connCmds map[string]connCmd) *stats {
+	return &stats{table: newStatTable(connCmds), loops: make(map[gnet.EventLoop]*loopStats), otherErrs: map[string]uint64{}}
+}
+
+// forLoop returns loop's counters, made on first use. A nil loop (tests
+// that drive a conn by hand) gets counters of its own too.
+func (s *stats) forLoop(loop gnet.EventLoop) *loopStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ls := s.loops[loop]
+	if ls == nil {
+		ls = &loopStats{
+			cmds:    make([]cmdCounters, len(s.table.names)),
+			errs:    make([]atomic.Uint64, len(errorPrefixes)),
+			backend: newHist(LatencyBounds),
+			batch:   newHist(BatchBounds),
+		}
+		for i := range ls.cmds {
+			ls.cmds[i].latency = newHist(LatencyBounds)
+		}
+		s.loops[loop] = ls
+	}
+	return ls
+}
+
+// record counts one command's reply.
+func (s *stats) record(ls *loopStats, idx int, o Outcome, errPrefix string, took time.Duration) {
+	cc := &ls.cmds[idx]
+	cc.outcomes[o].Add(1)
+	cc.latency.observe(uint64(max(took, 0)), LatencyBounds)
+	if errPrefix != "" {
+		s.countError(ls, errPrefix)
+	}
+}
+
+func (s *stats) countError(ls *loopStats, prefix string) {
+	if i := slices.Index(errorPrefixes, prefix); i >= 0 {
+		ls.errs[i].Add(1)
+		return
+	}
+	s.mu.Lock()
+	// Bounded as Redis bounds errorstats (128 prefixes): the rest are ERR.
+	if _, ok := s.otherErrs[prefix]; !ok && len(s.otherErrs) >= 128 {
+		prefix = "ERR"
+	}
+	s.otherErrs[prefix]++
+	s.mu.Unlock()
+}
+
+// classify tells a Reply's outcome and, for an error, its prefix.
+func classify(r *commands.Reply) (Outcome, string) {
+	switch r.Kind {
+	case commands.Int:
+		switch r.Int {
+		case 1:
+			return Outcome1, ""
+		case 0:
+			return Outcome0, ""
+		}
+	case commands.Nil, commands.NilArray:
+		return OutcomeNil, ""
+	case commands.Error:
+		return errorOutcome(r.Text)
+	}
+	return OutcomeOK, ""
+}
+
+// classifyWire tells the outcome of the RESP reply at the start of b (the
+// connection commands write theirs directly).
+func classifyWire(b []byte) (Outcome, string) {
+	if len(b) == 0 {
+		return OutcomeOK, ""
+	}
+	switch b[0] {
+	case ':':
+		switch {
+		case bytes.HasPrefix(b, []byte(":1\r\n")):
+			return Outcome1, ""
+		case bytes.HasPrefix(b, []byte(":0\r\n")):
+			return Outcome0, ""
+		}
+	case '_':
+		return OutcomeNil, ""
+	case '$', '*':
+		if len(b) > 1 && b[1] == '-' {
+			return OutcomeNil, ""
+		}
+	case '-':
+		line := b[1:]
+		if i := bytes.IndexByte(line, '\r'); i >= 0 {
+			line = line[:i]
+		}
+		return errorOutcome(string(line))
+	}
+	return OutcomeOK, ""
+}
+
+// errorOutcome tells an error reply's outcome from its text (without '-').
+func errorOutcome(text string) (Outcome, string) {
+	prefix, _, _ := strings.Cut(text, " ")
+	switch prefix {
+	case "UNAVAILABLE":
+		return OutcomeUnavailable, prefix
+	case "MISMATCH":
+		return OutcomeMismatch, prefix
+	}
+	return OutcomeError, prefix
+}
+
+// CommandStats are one command's counters, summed over the loops.
+type CommandStats struct {
+	Name     string
+	Outcomes [numOutcomes]uint64
+	Latency  Hist // nanoseconds
+}
+
+// Calls is how many times the command was answered.
+func (c CommandStats) Calls() uint64 {
+	var n uint64
+	for _, v := range c.Outcomes {
+		n += v
+	}
+	return n
+}
+
+// Snapshot is the server's counters at one time, for INFO and metrics.
+type Snapshot struct {
+	ConnectedClients   int64
+	MaxClients         int
+	ConnectionsTotal   int64 // total_connections_received
+	RejectedTotal      int64 // rejected_connections (max-clients)
+	CommandsProcessed  int64
+	Commands           []CommandStats // every command known, used or not
+	Errors             map[string]uint64
+	BackendLatency     Hist  // per store call, nanoseconds
+	BatchSize          Hist  // commands per store call
+	LoopBackendConns   int64 // event loops' own backend connections up (a standalone Redis)
+	Uptime             time.Duration
+	Backend            string
+	Version            string
+	OutcomeNames       []string
+	LatencyBoundsNanos []uint64
+	BatchBounds        []uint64
+}
+
+// Stats returns a snapshot of the server's counters.
+func (s *Server) Stats() Snapshot {
+	st := s.stats
+	snap := Snapshot{
+		ConnectedClients:   s.clients.Load(),
+		MaxClients:         s.cfg.MaxClients,
+		ConnectionsTotal:   st.received.Load(),
+		RejectedTotal:      st.rejected.Load(),
+		LoopBackendConns:   st.upstreamsUp.Load(),
+		CommandsProcessed:  s.processed.Load(),
+		Commands:           make([]CommandStats, len(st.table.names)),
+		Errors:             map[string]uint64{},
+		Uptime:             time.Since(s.started),
+		Backend:            s.cfg.Backend,
+		Version:            s.cfg.Version,
+		OutcomeNames:       outcomeNames[:],
+		LatencyBoundsNanos: LatencyBounds,
+		BatchBounds:        BatchBounds,
+	}
+	for i, n := range st.table.names {
+		snap.Commands[i].Name = n
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, ls := range st.loops {
+		for i := range ls.cmds {
+			cs := &snap.Commands[i]
+			for o := range ls.cmds[i].outcomes {
+				cs.Outcomes[o] += ls.cmds[i].outcomes[o].Load()
+			}
+			ls.cmds[i].latency.addTo(&cs.Latency)
+		}
+		for i, p := range errorPrefixes {
+			if n := ls.errs[i].Load(); n > 0 {
+				snap.Errors[p] += n
+			}
+		}
+		ls.backend.addTo(&snap.BackendLatency)
+		ls.batch.addTo(&snap.BatchSize)
+	}
+	for p, n := range st.otherErrs {
+		snap.Errors[p] += n
+	}
+	for i := range snap.Commands {
+		if snap.Commands[i].Latency.Counts == nil {
+			snap.Commands[i].Latency.Counts = make([]uint64, len(LatencyBounds)+1)
+		}
+	}
+	if snap.BackendLatency.Counts == nil {
+		snap.BackendLatency.Counts = make([]uint64, len(LatencyBounds)+1)
+	}
+	if snap.BatchSize.Counts == nil {
+		snap.BatchSize.Counts = make([]uint64, len(BatchBounds)+1)
+	}
+	return snap
+}
+
+// pendingNote is a command answered in the current read, waiting for the
+// time its replies are written.
+type pendingNote struct {
+	idx     int
+	outcome Outcome
+	errPfx  string
+}
+
+// note counts the reply that the command named name wrote to out from at;
+// its latency is taken when the replies are written (see flushNotes). A
+// command that went off the loop is counted where its work ends.
+func (c *conn) note(name []byte, at int) {
+	if c.busy || at >= len(c.out.b) {
+		return
+	}
+	o, p := classifyWire(c.out.b[at:])
+	c.notes = append(c.notes, pendingNote{idx: c.statIndex(name), outcome: o, errPfx: p})
+}
+
+// flushNotes counts the commands noted since the read began, now that their
+// replies are written.
+func (c *conn) flushNotes() {
+	if len(c.notes) == 0 {
+		return
+	}
+	took := time.Since(c.began)
+	for _, n := range c.notes {
+		c.srv.stats.record(c.stats, n.idx, n.outcome, n.errPfx, took)
+	}
+	c.notes = c.notes[:0]
+}
+
+// statIndex is the counter index of name; a connection mostly sends the
+// same command again, so the last one is remembered.
+func (c *conn) statIndex(name []byte) int {
+	if c.lastIdx >= 0 && bytes.Equal(name, c.lastName) {
+		return c.lastIdx
+	}
+	i := c.srv.stats.table.index(name)
+	if len(name) <= 32 {
+		c.lastName = append(c.lastName[:0], name...)
+		c.lastIdx = i
+	}
+	return i
+}
+
+// recordRuns counts the replies of conns' runs, written now.
+func recordRuns(conns []*conn, replies []commands.Reply) {
+	if len(conns) == 0 {
+		return
+	}
+	now := time.Now()
+	i := 0
+	for _, c := range conns {
+		took := now.Sub(c.began)
+		for _, args := range c.runArgs {
+			o, p := classify(&replies[i])
+			c.srv.stats.record(c.stats, c.statIndex(args[0]), o, p, took)
+			i++
+		}
+	}
+}
+
+// recordStoreCall counts one store call for a batch of n commands.
+func recordStoreCall(ls *loopStats, n int, took time.Duration) {
+	ls.backend.observe(uint64(max(took, 0)), LatencyBounds)
+	ls.batch.observe(uint64(n), BatchBounds)
+}
+
+// newRunID is a random 40-hex-digit id, as Redis's run_id.
+func newRunID() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// noteQueued counts a command read inside MULTI: EXEC, DISCARD and the
+// other commands answered at once (an error, or the transaction's end) are
+// counted as such; a command answered +QUEUED is counted when EXEC runs it
+// (recordBlock), as Redis counts it.
+func (c *conn) noteQueued(name []byte, at int) {
+	if c.busy || at >= len(c.out.b) || bytes.HasPrefix(c.out.b[at:], []byte("+QUEUED\r\n")) {
+		return
+	}
+	c.note(name, at)
+}
+
+// recordBlock counts EXEC and the PK commands of its block, run now; when
+// the block did not run (ran false), EXEC is counted with abort's outcome
+// and its commands are not counted.
+func (c *conn) recordBlock(pk [][][]byte, replies []commands.Reply, abort commands.Reply, ran bool) {
+	took := time.Since(c.began)
+	st := c.srv.stats
+	o, p := OutcomeOK, ""
+	if !ran {
+		o, p = classify(&abort)
+	}
+	st.record(c.stats, st.table.index([]byte("exec")), o, p, took)
+	if !ran {
+		return
+	}
+	for i, args := range pk {
+		o, p := classify(&replies[i])
+		st.record(c.stats, st.table.index(args[0]), o, p, took)
+	}
+}
