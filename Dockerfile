@@ -1,7 +1,11 @@
 # syntax=docker/dockerfile:1
-# The sidecar as a container: a static binary on a distroless base, listening
-# on every interface of the container (PK_LISTEN) since it is reached from
-# other containers or through a published port.
+# The sidecar as a container: a static binary (no cgo, no libc) on
+# distroless's static base, as the nonroot user (65532), listening on every
+# interface of the container (PK_LISTEN) since it is reached from other
+# containers or through a published port. The image has no shell and no
+# redis-cli: its healthcheck is the sidecar itself (`sidecar --check` sends
+# PING to PK_LISTEN, with PK_REQUIREPASS). It runs on a read-only root
+# filesystem; only the file: backend's /data needs to be writable.
 
 FROM golang:1.26 AS build
 WORKDIR /src
@@ -22,4 +26,6 @@ ENV PK_LISTEN=0.0.0.0:6380 \
 VOLUME /data
 EXPOSE 6380
 USER 65532:65532
+HEALTHCHECK --interval=5s --timeout=4s --start-period=2s --retries=3 \
+	CMD ["/usr/local/bin/sidecar", "--check"]
 ENTRYPOINT ["/usr/local/bin/sidecar"]

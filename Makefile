@@ -9,9 +9,12 @@ build:
 run:
 	go run ./cmd/sidecar
 
-# Starts the Redis and FerretDB servers the tests need, then runs every test.
+# Starts the Redis and FerretDB servers the tests need, then runs every test;
+# then the checks of the Kubernetes manifests, the Dockerfile and
+# docker-compose.yml (a module of their own: k8s.io/api is heavy).
 test:
 	scripts/test.sh
+	cd tools/k8svalidate && go vet ./... && go test -count=1 ./...
 
 # The linearizability checks (docs/linearizability.md) with longer
 # histories and more of them than `make test` runs; PK_LIN_SEED=n replays.
