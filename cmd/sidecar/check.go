@@ -54,13 +54,13 @@ func pingSidecar(listen, password string) error {
 	}
 	r := bufio.NewReader(nc)
 	if password != "" {
-		if line, err := readLine(r); err != nil {
+		if line, err := readReplyLine(r); err != nil {
 			return err
 		} else if line != "+OK" {
 			return fmt.Errorf("AUTH answered %q", line)
 		}
 	}
-	line, err := readLine(r)
+	line, err := readReplyLine(r)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func pingSidecar(listen, password string) error {
 	return nil
 }
 
-func readLine(r *bufio.Reader) (string, error) {
+func readReplyLine(r *bufio.Reader) (string, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", fmt.Errorf("reading the reply: %w", err)
