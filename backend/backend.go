@@ -115,3 +115,34 @@ func (o Options) Clock() func() time.Time {
 func (o Options) Gone(ttlAt, nowMs int64) bool {
 	return ttlAt != Forever && nowMs >= ttlAt+o.Retention.Milliseconds()
 }
+
+// Entry is one reservation of a PK.MPREPARE.
+type Entry struct {
+	NS         string
+	Key, Value []byte
+}
+
+// ScanRecord is one record of a scan page.
+type ScanRecord struct {
+	Key []byte
+	Record
+}
+
+// Page is one step of a scan of a namespace. Next is the store's position
+// after it, opaque to everyone but the store that made it; Done reports
+// that the scan is over (Next is then empty). A page may be empty while
+// the scan is not done.
+type Page struct {
+	Records []ScanRecord
+	Next    []byte
+	Done    bool
+}
+
+// Scan bounds: COUNT's default and its largest value.
+const (
+	DefaultScanCount = 10
+	MaxScanCount     = 1000
+)
+
+// SecretBytes is the size of a store's secret (see commands.Store.Secret).
+const SecretBytes = 32

@@ -23,6 +23,13 @@ type Op struct {
 	Cond             Cond
 	Exp              Expiry
 	OldKey, OldValue []byte
+	// Entries are the (namespace, key, value) triples of an MPrepare.
+	Entries []Entry
+	// Count is a Scan's hint for the records to read.
+	Count int
+	// Keep filters a Scan's records (MATCH, LIVE, EXPIRED) after they are
+	// read; nil keeps all.
+	Keep func(ScanRecord) bool
 }
 
 // Result is the outcome of one Op: OK for Prepare, Rollback and Reprepare;
@@ -33,5 +40,16 @@ type Result struct {
 	Record Record
 	Found  bool
 	Move   MoveResult
-	Err    error
+	// Page is a Scan's answer.
+	Page Page
+	Err  error
 }
+
+// OpMPrepare is PK.MPREPARE: Entries all reserved, or none, with Exp.
+// OpScan is one page of PK.SCAN: NS, Key (the store's position, nil at the
+// start) and Count. A batch runs a scan on its own (commands.Handler does),
+// so Batchers need not know it.
+const (
+	OpMPrepare OpKind = OpMove + 1 + iota
+	OpScan
+)

@@ -43,7 +43,20 @@ func (h *Handler) Batch(ctx context.Context, cmds [][][]byte, replies []Reply) {
 		return
 	}
 	res := make([]backend.Result, len(calls.Ops))
-	b.Batch(ctx, calls.Ops, res)
+	from := 0 // the first op not yet run
+	for k, spec := range calls.specs {
+		if !spec.alone {
+			continue
+		}
+		if from < k {
+			b.Batch(ctx, calls.Ops[from:k], res[from:k])
+		}
+		res[k] = h.exec(ctx, calls.Ops[k])
+		from = k + 1
+	}
+	if from < len(calls.Ops) {
+		b.Batch(ctx, calls.Ops[from:], res[from:])
+	}
 	calls.Answer(res, replies)
 }
 
@@ -81,6 +94,10 @@ func (h *Handler) Calls(cmds [][][]byte, replies []Reply) Calls {
 	}
 	return c
 }
+
+// Alone reports whether Ops[k] is a command that runs on its own, not in
+// a Batcher's batch nor on a Wire (Handler.Batch runs it).
+func (c Calls) Alone(k int) bool { return c.specs[k].alone }
 
 // Index is the index in the batch of the command of Ops[k].
 func (c Calls) Index(k int) int { return c.at[k] }

@@ -57,6 +57,11 @@ func (h *Handler) Exec(ctx context.Context, cmds [][][]byte, replies []Reply) (a
 	if len(calls.Ops) == 0 {
 		return Reply{}, true
 	}
+	for _, spec := range calls.specs {
+		if spec.alone {
+			return errReply(execAbortPrefix + spec.Name + " does not run in a transaction (a scan is many reads, not one isolated step)"), false
+		}
+	}
 	ex, isExecer := h.store.(Execer)
 	if !isExecer {
 		return errReply(execAbortPrefix + "this backend cannot run PK commands in a transaction"), false

@@ -18,6 +18,10 @@ type Spec struct {
 	// negative a minimum.
 	Arity int
 	Write bool
+	// alone: a batch runs this command on its own, between the store
+	// calls of the commands around it (a scan is several reads, not an op
+	// a Batcher knows).
+	alone bool
 	// parse turns arguments into one store call, or an error reply.
 	parse func(h *Handler, args [][]byte) (backend.Op, Reply, bool)
 	// reply turns the store's answer into the command's reply.
@@ -31,6 +35,8 @@ var specs = []Spec{
 	{Name: "pk.getvalue", Arity: 3, parse: (*Handler).parseGet, reply: replyGetValue},
 	{Name: "pk.rollback", Arity: -3, Write: true, parse: (*Handler).parseRollback, reply: replyWrite},
 	{Name: "pk.reprepare", Arity: -4, Write: true, parse: (*Handler).parseReprepare, reply: replyReprepare},
+	{Name: "pk.mprepare", Arity: -5, Write: true, parse: (*Handler).parseMPrepare, reply: replyWrite},
+	{Name: "pk.scan", Arity: -3, alone: true, parse: (*Handler).parseScan, reply: replyScan},
 }
 
 // Specs lists the PK commands.
@@ -42,6 +48,7 @@ type Handler struct {
 	limits Limits
 	now    func() time.Time
 	byName map[string]*Spec
+	sec    secrets
 }
 
 // New returns a Handler. now is the sidecar's clock, used only to reject
@@ -74,6 +81,9 @@ func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {
 // finish turns a store result into spec's reply; a store failure is
 // -UNAVAILABLE, whatever the command.
 func finish(spec *Spec, res backend.Result) Reply {
+	if e, ok := res.Err.(*replyError); ok {
+		return errReply(e.text)
+	}
 	if res.Err != nil {
 		return unavailable(res.Err)
 	}
@@ -101,6 +111,10 @@ func (h *Handler) exec(ctx context.Context, op backend.Op) (res backend.Result) 
 		res.OK, res.Err = h.store.Reprepare(ctx, op.NS, op.Key, op.Value, op.Cond, op.Exp)
 	case backend.OpMove:
 		res.Move, res.Err = h.store.Move(ctx, op.NS, op.Key, op.Value, op.OldKey, op.OldValue, op.Exp)
+	case backend.OpMPrepare:
+		res.OK, res.Err = h.store.MPrepare(ctx, op.Entries, op.Exp)
+	case backend.OpScan:
+		res.Page, res.Err = h.scan(ctx, op)
 	}
 	return res
 }

@@ -30,6 +30,7 @@ type fakeStore struct {
 	rec   backend.Record
 	found bool
 	move  backend.MoveResult
+	page  backend.Page
 	err   error
 }
 
@@ -241,4 +242,20 @@ func TestUnknownCommand(t *testing.T) {
 	long := [][]byte{[]byte("x"), []byte(strings.Repeat("a", 200)), []byte("b")}
 	r := UnknownCommand(long)
 	require.Equal(t, fmt.Sprintf("ERR unknown command 'x', with args beginning with: '%s' ", strings.Repeat("a", 128)), r.Text)
+}
+
+func (f *fakeStore) MPrepare(_ context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+	for _, e := range entries {
+		f.calls = append(f.calls, call{op: "mprepare", ns: e.NS, key: string(e.Key), value: string(e.Value), exp: exp})
+	}
+	return f.ok, f.err
+}
+
+func (f *fakeStore) Scan(_ context.Context, ns string, pos []byte, count int) (backend.Page, error) {
+	f.calls = append(f.calls, call{op: "scan", ns: ns, key: string(pos), value: fmt.Sprint(count)})
+	return f.page, f.err
+}
+
+func (f *fakeStore) Secret(context.Context) ([]byte, error) {
+	return []byte("0123456789abcdef0123456789abcdef"), f.err
 }

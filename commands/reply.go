@@ -1,5 +1,7 @@
 package commands
 
+import "github.com/prepkey/prepkey/backend"
+
 // ReplyKind says which RESP frame a Reply becomes. The protocol layer writes
 // it in RESP2 or RESP3; commands never see the wire.
 type ReplyKind uint8
@@ -17,6 +19,9 @@ const (
 	Record
 	// Error is an error line (Text without the leading '-').
 	Error
+	// ScanPage is PK.SCAN's array of 2: the cursor (Bytes) and an array of
+	// Records, each [key, value, ttlAt] (ttlAt -1 for forever).
+	ScanPage
 )
 
 // Reply is a command's answer.
@@ -25,6 +30,8 @@ type Reply struct {
 	Int   int64
 	Bytes []byte
 	Text  string
+	// Records are a ScanPage's records.
+	Records []backend.ScanRecord
 }
 
 func intReply(ok bool) Reply {
@@ -44,6 +51,8 @@ const (
 	errFromNeedsIfEq    = "ERR FROM needs IFEQ oldValue"
 	errFromSameKey      = "ERR FROM key must differ from the new key"
 	errMismatch         = "MISMATCH old key has no record with that value"
+	errDuplicateKey     = "ERR duplicate key in 'pk.mprepare'"
+	errInvalidCursor    = "ERR invalid cursor"
 	unavailablePrefix   = "UNAVAILABLE "
 	wrongArgsFormat     = "ERR wrong number of arguments for '%s' command"
 	invalidExpireFormat = "ERR invalid expire time in '%s' command"

@@ -30,6 +30,24 @@ type Store interface {
 	// oldValue (live or expired but retained), never leaving half of it done
 	// when it returns. newKey and oldKey differ. exp.Kind is never KeepTTL.
 	Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error)
+	// MPrepare reserves every entry for its value, all or none: false when
+	// a live record holds any of them (nothing is left reserved). Entries
+	// are distinct (namespace, key) pairs; every key gets the same ttlAt.
+	// exp.Kind is never KeepTTL. Atomic where the backend documents it;
+	// elsewhere composed, never returning with some entries half done.
+	MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error)
+	// Scan returns the next records of namespace ns, live or expired but
+	// retained, from pos (nil: the start), about count of them. Every
+	// record present and unchanged from the first call to the last is
+	// returned at least once. pos is only ever a Page.Next this store
+	// returned for ns, but a store must still fail cleanly (an error, not
+	// a panic) on one it cannot read.
+	Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error)
+	// Secret returns the store's secret of backend.SecretBytes random
+	// bytes, made on the first call and kept by the backend, so that the
+	// sidecar authenticates its scan cursors with a key that every sidecar
+	// on this backend shares, across restarts.
+	Secret(ctx context.Context) ([]byte, error)
 	// Ping reports whether the store can serve commands now.
 	Ping(ctx context.Context) error
 }

@@ -66,6 +66,20 @@ func (w *writer) reply(r commands.Reply) {
 		w.int(r.Int)
 	case commands.Error:
 		w.err(r.Text)
+	case commands.ScanPage:
+		w.array(2)
+		w.bulk(r.Bytes)
+		w.array(len(r.Records))
+		for _, rec := range r.Records {
+			w.array(3)
+			w.bulk(rec.Key)
+			w.bulk(rec.Value)
+			if rec.TTLAt == 0 { // backend.Forever
+				w.int(-1)
+			} else {
+				w.int(rec.TTLAt)
+			}
+		}
 	}
 }
 

@@ -82,7 +82,7 @@ func (s *Store) batch(ctx context.Context, ops []backend.Op, res []backend.Resul
 }
 
 // recordKeys returns the record keys of each op (its key, and a Move's old
-// key) and their stripes, for lockAll.
+// key) and their stripes, for lockAll (with an MPrepare's entries').
 func (s *Store) recordKeys(ops []backend.Op) (keys [][2][]byte, idx []int) {
 	keys = make([][2][]byte, len(ops))
 	idx = make([]int, 0, len(ops)+len(ops)/4)
@@ -90,9 +90,14 @@ func (s *Store) recordKeys(ops []backend.Op) (keys [][2][]byte, idx []int) {
 		op := &ops[i]
 		keys[i][0] = recordKey(op.NS, op.Key)
 		idx = append(idx, s.stripe(keys[i][0]))
-		if op.Kind == backend.OpMove {
+		switch op.Kind {
+		case backend.OpMove:
 			keys[i][1] = recordKey(op.NS, op.OldKey)
 			idx = append(idx, s.stripe(keys[i][1]))
+		case backend.OpMPrepare:
+			for _, e := range op.Entries {
+				idx = append(idx, s.stripe(recordKey(e.NS, e.Key)))
+			}
 		}
 	}
 	return keys, idx
@@ -144,6 +149,12 @@ func (s *Store) exec(t *txn, op *backend.Op, rk, oldRk []byte) backend.Result {
 		r.OK, r.Err = s.reprepare(t, rk, op.Value, op.Cond, op.Exp)
 	case backend.OpMove:
 		r.Move, r.Err = s.move(t, rk, op.Value, oldRk, op.OldValue, op.Exp)
+	case backend.OpMPrepare:
+		rks := make([][]byte, len(op.Entries))
+		for i, e := range op.Entries {
+			rks[i] = recordKey(e.NS, e.Key)
+		}
+		r.OK, r.Err = s.mprepare(t, rks, op.Entries, op.Exp)
 	default:
 		r.Err = fmt.Errorf("disk: batch: unknown op kind %d", op.Kind)
 	}

@@ -69,6 +69,11 @@ type Store struct {
 	now     func() time.Time
 	seed    maphash.Seed
 	locks   [stripes]sync.Mutex
+	// secretMu makes the first Secret calls agree on one secret.
+	secretMu sync.Mutex
+	// iters is held (read) by scans and Secret, which hold no stripe, and
+	// taken by Close before the db closes.
+	iters sync.RWMutex
 
 	// closed is set by Close before it drains the stripes; every method
 	// checks it with its stripe held, so none touches the closed db (pebble
@@ -192,6 +197,8 @@ func (s *Store) Close() error {
 			s.locks[i].Lock()
 			s.locks[i].Unlock() //nolint:staticcheck // draining the holders is the point
 		}
+		s.iters.Lock()
+		defer s.iters.Unlock()
 		// The lock is released only after the db is closed, as pebble requires.
 		s.closeErr = errors.Join(s.db.Close(), s.dirLock.Close())
 	})

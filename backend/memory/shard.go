@@ -2,7 +2,11 @@ package memory
 
 import (
 	"container/heap"
+	"strings"
 	"sync"
+	"unsafe"
+
+	"github.com/tidwall/btree"
 
 	"github.com/prepkey/prepkey/backend"
 )
@@ -18,10 +22,20 @@ type entry struct {
 }
 
 // shard is one lock's worth of records.
+//
+// The records are in a B-tree ordered by map key, not a hash map: PK.SCAN
+// walks a namespace in key order, which lets its cursor be the last key
+// returned, good across inserts and deletes. A B-tree of pointers costs
+// about 12 bytes per record against some 40 for a map's buckets, so it is
+// both the index and the smaller one; a lookup costs a dozen key
+// comparisons instead of a hash (see docs/benchmarks.md).
 type shard struct {
 	mu   sync.Mutex
-	recs map[string]*entry
-	exp  expiryHeap
+	recs *btree.BTreeG[*entry]
+	// probe is the search key of lookups, reused under mu so that a lookup
+	// does not allocate.
+	probe entry
+	exp   expiryHeap
 	// pad keeps neighbouring shards' mutexes off one cache line.
 	_ [64]byte
 }
@@ -29,7 +43,7 @@ type shard struct {
 // lookup returns the record of k, deleting it first if it has outlived its
 // retention, so that no call sees a record the sweep has not reached yet.
 func (sh *shard) lookup(k []byte, nowMs int64, opts *backend.Options) *entry {
-	en := sh.recs[string(k)]
+	en := sh.get(k)
 	if en != nil && opts.Gone(en.ttlAt, nowMs) {
 		sh.remove(en)
 		return nil
@@ -37,10 +51,45 @@ func (sh *shard) lookup(k []byte, nowMs int64, opts *backend.Options) *entry {
 	return en
 }
 
+func newRecords() *btree.BTreeG[*entry] {
+	return btree.NewBTreeGOptions(func(a, b *entry) bool { return a.key < b.key }, btree.Options{NoLocks: true})
+}
+
+// get returns the entry of k, or nil. The probe's key aliases k only for
+// the search, under the shard's lock.
+func (sh *shard) get(k []byte) *entry {
+	if len(k) == 0 {
+		return nil
+	}
+	sh.probe.key = unsafe.String(&k[0], len(k))
+	en, _ := sh.recs.Get(&sh.probe)
+	sh.probe.key = ""
+	return en
+}
+
+// after returns the first entry whose key starts with prefix and is
+// above from (or at it, when inclusive), skipping those gone at nowMs.
+func (sh *shard) after(prefix, from string, inclusive bool, nowMs int64, opts *backend.Options) *entry {
+	var found *entry
+	sh.probe.key = from
+	sh.recs.Ascend(&sh.probe, func(en *entry) bool {
+		switch {
+		case !strings.HasPrefix(en.key, prefix):
+			return false
+		case !inclusive && en.key == from, opts.Gone(en.ttlAt, nowMs):
+			return true
+		}
+		found = en
+		return false
+	})
+	sh.probe.key = ""
+	return found
+}
+
 // put stores a fresh record for k (no record must be there).
 func (sh *shard) put(k, value []byte, ttlAt int64) {
 	en := &entry{key: string(k), value: clone(value), ttlAt: ttlAt, index: -1}
-	sh.recs[en.key] = en
+	sh.recs.Set(en)
 	sh.setTTL(en, ttlAt)
 }
 
@@ -65,7 +114,7 @@ func (sh *shard) setTTL(en *entry, ttlAt int64) {
 }
 
 func (sh *shard) remove(en *entry) {
-	delete(sh.recs, en.key)
+	sh.recs.Delete(en)
 	if en.index >= 0 {
 		heap.Remove(&sh.exp, en.index)
 	}

@@ -31,6 +31,7 @@ type Store struct {
 	opts   backend.Options
 	now    func() time.Time
 	seed   maphash.Seed
+	secret []byte
 	shards [shardCount]shard
 
 	stop      chan struct{}
@@ -46,14 +47,15 @@ func New(opts backend.Options) *Store {
 
 func newStore(opts backend.Options, interval time.Duration) *Store {
 	s := &Store{
-		opts: opts,
-		now:  opts.Clock(),
-		seed: maphash.MakeSeed(),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		opts:   opts,
+		now:    opts.Clock(),
+		seed:   maphash.MakeSeed(),
+		secret: newSecret(),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 	for i := range s.shards {
-		s.shards[i].recs = make(map[string]*entry)
+		s.shards[i].recs = newRecords()
 	}
 	go s.sweepEvery(interval)
 	return s
@@ -236,9 +238,13 @@ func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result
 		}
 		keys[i][0] = mapKey(nil, op.NS, op.Key)
 		idx = append(idx, s.shardOf(keys[i][0]))
-		if op.Kind == backend.OpMove {
+		switch op.Kind {
+		case backend.OpMove:
 			keys[i][1] = mapKey(nil, op.NS, op.OldKey)
 			idx = append(idx, s.shardOf(keys[i][1]))
+		case backend.OpMPrepare:
+			_, eidx := s.entryKeys(op.Entries)
+			idx = append(idx, eidx...)
 		}
 	}
 	unlock := s.lockShards(idx)
@@ -260,6 +266,9 @@ func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result
 		case backend.OpMove:
 			ok := keys[i][1]
 			r.Move = s.move(sh, k, op.Value, &s.shards[s.shardOf(ok)], ok, op.OldValue, op.Exp, nowMs)
+		case backend.OpMPrepare:
+			ekeys, eidx := s.entryKeys(op.Entries)
+			r.OK = s.mprepare(ekeys, eidx, op.Entries, op.Exp, nowMs)
 		}
 		res[i] = r
 	}
@@ -270,7 +279,7 @@ func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result
 // whole block first: a block is run entirely or not at all.
 func knownOp(k backend.OpKind) bool {
 	switch k {
-	case backend.OpPrepare, backend.OpGet, backend.OpRollback, backend.OpReprepare, backend.OpMove:
+	case backend.OpPrepare, backend.OpGet, backend.OpRollback, backend.OpReprepare, backend.OpMove, backend.OpMPrepare:
 		return true
 	}
 	return false

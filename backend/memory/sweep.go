@@ -45,7 +45,7 @@ func (s *Store) sweep() (visited int) {
 					break
 				}
 				heap.Pop(&sh.exp)
-				delete(sh.recs, en.key)
+				sh.recs.Delete(en)
 				s.swept.Add(1)
 			}
 			sh.mu.Unlock()

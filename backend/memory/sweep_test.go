@@ -28,7 +28,7 @@ func records(s *Store) int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.recs)
+		n += sh.recs.Len()
 		sh.mu.Unlock()
 	}
 	return n
@@ -43,8 +43,7 @@ func requireIndexed(t *testing.T, s *Store) {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		expiring := 0
-		for k, en := range sh.recs {
-			require.Equal(t, k, en.key)
+		for _, en := range sh.recs.Items() {
 			if en.ttlAt == backend.Forever {
 				require.Equal(t, -1, en.index, "forever record in the heap")
 				continue
@@ -131,7 +130,7 @@ func TestSweepMassExpiry(t *testing.T) {
 		require.True(t, ok)
 		placed++
 	}
-	require.Len(t, s.shards[0].recs, n)
+	require.Equal(t, n, s.shards[0].recs.Len())
 	clock.Advance(time.Millisecond)
 	require.Equal(t, n, s.sweep())
 	require.Equal(t, 0, records(s))
@@ -214,7 +213,7 @@ func TestIndexUnderRandomCalls(t *testing.T) {
 	s.sweep()
 	nowMs := clock.Now().UnixMilli()
 	for i := range s.shards {
-		for _, en := range s.shards[i].recs {
+		for _, en := range s.shards[i].recs.Items() {
 			require.False(t, s.opts.Gone(en.ttlAt, nowMs), "record past retention left by the sweep")
 		}
 	}

@@ -74,9 +74,9 @@ type Store struct {
 	sweeperDone  chan struct{}
 	swept        atomic.Int64 // records deleted by Sweep (not by a TTL index), for metrics
 
-	// beforeRelease, when set by a test, runs between the two steps of
-	// Move, where a failure must be compensated.
-	beforeRelease func()
+	// fault, in tests only, injects failures into the steps of composed
+	// commands.
+	fault backend.Fault
 }
 
 // Open returns a store for a mongodb:// or mongodb+srv:// URL. The database is

@@ -128,45 +128,68 @@ func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ife
 }
 
 // Move composes the key change from a reservation of newKey and a
-// conditional release of oldKey, since MongoDB has no single-document
-// operation over two keys and FerretDB has no transactions. When the release
-// does not happen, the reservation is undone before answering: the record
-// newKey had (an expired one kept as evidence) is put back, or the new one
-// deleted. The record written for newKey carries a fresh moveId so that the
-// undo touches exactly that record and never one another client wrote
-// meanwhile.
+// conditional release of oldKey (backend.ComposeMove, with its undo that
+// looks first), since MongoDB has no single-document operation over two
+// keys and FerretDB has no transactions.
 func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
-	c := s.collection(ns)
-	id := bson.NewObjectID()
+	r, err := backend.ComposeMove(ctx, s.steps(), s.fault, ns, newKey, newValue, oldKey, oldValue, exp)
+	if err != nil {
+		return 0, wrap("move", err)
+	}
+	return r, nil
+}
 
-	octx, cancel := context.WithTimeout(ctx, s.timeout)
+// MPrepare composes PK.MPREPARE from one reservation per key
+// (backend.ComposeMPrepare): not atomic, see docs/mongo.md. EX/PX are
+// resolved once, so every key gets the same ttlAt.
+func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+	if exp.Kind == backend.ExpireAfter {
+		exp = backend.Expiry{Kind: backend.ExpireAt, Millis: exp.TTLAt(s.nowMs(), backend.Forever)}
+	}
+	ok, err := backend.ComposeMPrepare(ctx, s.steps(), s.fault, entries, exp)
+	if err != nil {
+		return false, wrap("mprepare", err)
+	}
+	return ok, nil
+}
+
+// steps are the one-document operations of one composed command. Every
+// record it writes carries its fresh moveId, so that an undo touches
+// exactly a record this command wrote, never one another client wrote
+// meanwhile (even with the same value), and can do so when the reply of
+// the reservation was lost.
+type steps struct {
+	s  *Store
+	id bson.ObjectID
+}
+
+func (s *Store) steps() steps { return steps{s: s, id: bson.NewObjectID()} }
+
+func (st steps) Reserve(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bson.Raw, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, st.s.timeout)
 	defer cancel()
-	now := s.nowMs()
-	prev, reserved, err := s.reserveForMove(octx, c, newKey, s.record(newValue, exp.TTLAt(now, backend.Forever), &id), now)
-	if err != nil {
-		// The reservation may have been applied before the failure.
-		return 0, wrap("move", errors.Join(fmt.Errorf("reserve new key: %w", err), s.undoMove(ctx, c, newKey, id, nil)))
-	}
-	if !reserved {
-		return backend.NewKeyTaken, nil
-	}
-	if s.beforeRelease != nil {
-		s.beforeRelease()
-	}
+	now := st.s.nowMs()
+	return st.s.reserveForMove(ctx, st.s.collection(ns), key, st.s.record(value, exp.TTLAt(now, backend.Forever), &st.id), now)
+}
 
-	released, err := s.rollback(octx, c, oldKey, backend.IfEq(oldValue), s.nowMs())
-	if err == nil && released {
-		return backend.Moved, nil
+func (st steps) Release(ctx context.Context, ns string, key, value []byte) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, st.s.timeout)
+	defer cancel()
+	return st.s.rollback(ctx, st.s.collection(ns), key, backend.IfEq(value), st.s.nowMs())
+}
+
+func (st steps) Look(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
+	return st.s.Get(ctx, ns, key)
+}
+
+// Unreserve puts back prev, the record the reservation replaced, or
+// deletes the one it inserted; with the reply lost (prev unknown) it
+// deletes the record if the command wrote it.
+func (st steps) Unreserve(ctx context.Context, ns string, key, _ []byte, prev bson.Raw, known bool) error {
+	if !known {
+		prev = nil
 	}
-	undoErr := s.undoMove(ctx, c, newKey, id, prev)
-	if err != nil {
-		return 0, wrap("move", errors.Join(fmt.Errorf("release old key: %w", err), undoErr))
-	}
-	if undoErr != nil {
-		// newKey may still be reserved: answering MISMATCH would lie.
-		return 0, wrap("move", fmt.Errorf("old key mismatch, then %w", undoErr))
-	}
-	return backend.OldKeyMismatch, nil
+	return st.s.undoMove(ctx, st.s.collection(ns), key, st.id, prev)
 }
 
 // reserveForMove is prepare that also returns the expired record it

@@ -28,7 +28,7 @@ func TestConformance(t *testing.T) {
 		// small and shared: the races there need more than the default.
 		s := openTest(t, raw, Config{Options: opts, Timeout: 15 * time.Second, SweepInterval: -1})
 		h := storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance,
-			Isolates: func(string, [][]byte) bool { return false }}
+			Isolates: func(string, [][]byte) bool { return false }, Fault: func(f backend.Fault) { s.fault = f }}
 		if ferretDB(t, s) {
 			h.SkipRaces = skipRacesOnFerretDB
 		}
@@ -205,7 +205,12 @@ func TestMoveCompensates(t *testing.T) {
 
 			// The client goes away between the two steps.
 			ctx, cancel := context.WithCancel(t.Context())
-			s.beforeRelease = cancel
+			s.fault = func(st backend.Step) error {
+				if st == (backend.Step{Name: "release"}) {
+					cancel()
+				}
+				return nil
+			}
 			res, err := s.Move(ctx, "ns", []byte("new"), []byte("w"), []byte("old"), []byte("v"), backend.Expiry{})
 			require.ErrorIs(t, err, context.Canceled)
 			require.Zero(t, res)

@@ -22,13 +22,14 @@ const (
 	OpRollback  = backend.OpRollback
 	OpReprepare = backend.OpReprepare
 	OpMove      = backend.OpMove
+	OpMPrepare  = backend.OpMPrepare
 )
 
 // Batch runs ops, as read from one client connection's pipeline, and sets
 // res[i] to the outcome of ops[i] (len(res) must be at least len(ops)).
 // It sends them to Redis as one pipeline: one round trip instead of one per
 // op, in order, so ops on one key take effect in the order given. A key
-// change across Cluster slots cannot be pipelined: it runs alone, after the
+// change or an MPREPARE across Cluster slots cannot be pipelined: it runs alone, after the
 // ops before it have answered and before the ops after it are sent.
 //
 // After a script cache flush each op that gets NOSCRIPT is sent again with
@@ -50,7 +51,14 @@ func (s *Store) Batch(ctx context.Context, ops []Op, res []Result) {
 		if op.Kind == OpMove && s.composed {
 			if nk, ok := s.keys.recordKey(op.NS, op.Key), s.keys.recordKey(op.NS, op.OldKey); slot(nk) != slot(ok) {
 				flush()
-				res[i].Move, res[i].Err = s.moveAcross(ctx, nk, op.Value, ok, op.OldValue, op.Exp)
+				res[i].Move, res[i].Err = s.moveAcross(ctx, op.NS, op.Key, op.Value, op.OldKey, op.OldValue, op.Exp)
+				continue
+			}
+		}
+		if op.Kind == OpMPrepare {
+			if _, oneSlot := s.entryKeys(op.Entries); !oneSlot {
+				flush()
+				res[i].OK, res[i].Err = s.mprepareAcross(ctx, op.Entries, op.Exp)
 				continue
 			}
 		}
@@ -78,6 +86,8 @@ func (s *Store) callFor(op *Op) (call, error) {
 		return s.reprepareCall(s.keys.recordKey(op.NS, op.Key), op.Value, op.Cond, op.Exp), nil
 	case OpMove:
 		return s.moveCall(s.keys.recordKey(op.NS, op.Key), op.Value, s.keys.recordKey(op.NS, op.OldKey), op.OldValue, op.Exp), nil
+	case OpMPrepare:
+		return s.mprepareCall(op.Entries, op.Exp), nil
 	}
 	return call{}, fmt.Errorf("redis: batch: unknown op kind %d", op.Kind)
 }
@@ -116,6 +126,8 @@ func (s *Store) decode(ctx context.Context, kind OpKind, op string, r rueidis.Re
 		res.Record, res.Found, err = decodeGet(r)
 	case OpMove:
 		res.Move, err = decodeMove(r)
+	case OpMPrepare:
+		res.OK, err = decodeMPrepare(r)
 	default:
 		res.OK, err = decodeFlag(r)
 	}

@@ -43,7 +43,8 @@ func TestConformanceComposedMove(t *testing.T) {
 		f := startFake(t)
 		s := openStore(t, f.url(), Config{Options: opts, KeyPrefix: "pk:"})
 		s.composed = true
-		return storetest.Harness{Store: s, Now: f.clock, Advance: f.advance, Isolates: oneSlot(s), BlockKeys: slotMates(s)}
+		return storetest.Harness{Store: s, Now: f.clock, Advance: f.advance, Isolates: oneSlot(s), BlockKeys: slotMates(s),
+			Fault: func(fl backend.Fault) { s.fault = fl }}
 	})
 }
 
@@ -61,18 +62,18 @@ func TestComposedMoveFaults(t *testing.T) {
 		after    state
 		seedNewE bool // new key starts with an expired, retained record "stale"
 	}{
-		{name: "before reserve", fault: map[string]bool{"reserve": true},
+		{name: "before reserve", fault: map[string]bool{"before reserve #0": true},
 			wantErr: "reply lost", after: state{"", "ov"}},
-		{name: "reserve reply lost", fault: map[string]bool{"reserved": true},
+		{name: "reserve reply lost", fault: map[string]bool{"lost reply of reserve #0": true},
 			wantErr: "reply lost", after: state{"", "ov"}},
-		{name: "before release", fault: map[string]bool{"release": true},
+		{name: "before release", fault: map[string]bool{"before release #0": true},
 			wantErr: "reply lost", after: state{"", "ov"}},
-		{name: "before release restores the replaced record", fault: map[string]bool{"release": true}, seedNewE: true,
+		{name: "before release restores the replaced record", fault: map[string]bool{"before release #0": true}, seedNewE: true,
 			wantErr: "reply lost", after: state{"stale", "ov"}},
-		{name: "release reply lost", fault: map[string]bool{"released": true},
+		{name: "release reply lost", fault: map[string]bool{"lost reply of release #0": true},
 			want: backend.Moved, after: state{"nv", ""}},
-		{name: "redis down before release", fault: map[string]bool{"release": true}, down: true,
-			wantErr: "redis: move: reply lost; undoing the new key's reservation failed too: LOADING Redis is loading the dataset in memory",
+		{name: "redis down before release", fault: map[string]bool{"before release #0": true}, down: true,
+			wantErr: "redis: move: release old key: reply lost; reading it to learn whether it was released: redis: get: LOADING Redis is loading the dataset in memory (the new key stays reserved)",
 			after:   state{"nv", "ov"}},
 	}
 	for _, tt := range tests {
@@ -92,8 +93,8 @@ func TestComposedMoveFaults(t *testing.T) {
 			ok, err := s.Prepare(ctx, "ns", oldKey, []byte("ov"), backend.Expiry{})
 			require.NoError(t, err)
 			require.True(t, ok)
-			s.fault = func(step string) error {
-				if !tt.fault[step] {
+			s.fault = func(step backend.Step) error {
+				if !tt.fault[step.String()] {
 					return nil
 				}
 				if tt.down {

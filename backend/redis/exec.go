@@ -62,30 +62,46 @@ func (s *Store) blockArgs(ops []Op) (keys, args []string, err error) {
 	args = make([]string, 1, 1+5*len(ops))
 	args[0] = s.retention
 	for i := range ops {
-		op := &ops[i]
-		keys = append(keys, s.keys.recordKey(op.NS, op.Key))
-		switch op.Kind {
-		case OpPrepare:
-			mode, ms := expiryArgs(op.Exp)
-			args = append(args, "p", string(op.Value), mode, ms)
-		case OpGet:
-			args = append(args, "g")
-		case OpRollback:
-			set, v := condArgs(op.Cond)
-			args = append(args, "r", set, v)
-		case OpReprepare:
-			set, v := condArgs(op.Cond)
-			mode, ms := expiryArgs(op.Exp)
-			args = append(args, "u", string(op.Value), set, v, mode, ms)
-		case OpMove:
-			keys = append(keys, s.keys.recordKey(op.NS, op.OldKey))
-			mode, ms := expiryArgs(op.Exp)
-			args = append(args, "m", string(op.Value), string(op.OldValue), mode, ms)
-		default:
-			return nil, nil, fmt.Errorf("redis: exec: unknown op kind %d", op.Kind)
+		if keys, args, err = s.appendBlockOp(keys, args, &ops[i]); err != nil {
+			return nil, nil, err
 		}
 	}
 	return keys, args, nil
+}
+
+// appendBlockOp appends op's keys and arguments (opcode first) for
+// block.lua.
+func (s *Store) appendBlockOp(keys, args []string, op *Op) ([]string, []string, error) {
+	switch op.Kind {
+	case OpPrepare:
+		mode, ms := expiryArgs(op.Exp)
+		args = append(args, "p", string(op.Value), mode, ms)
+	case OpGet:
+		args = append(args, "g")
+	case OpRollback:
+		set, v := condArgs(op.Cond)
+		args = append(args, "r", set, v)
+	case OpReprepare:
+		set, v := condArgs(op.Cond)
+		mode, ms := expiryArgs(op.Exp)
+		args = append(args, "u", string(op.Value), set, v, mode, ms)
+	case OpMove:
+		keys = append(keys, s.keys.recordKey(op.NS, op.Key), s.keys.recordKey(op.NS, op.OldKey))
+		mode, ms := expiryArgs(op.Exp)
+		args = append(args, "m", string(op.Value), string(op.OldValue), mode, ms)
+		return keys, args, nil
+	case OpMPrepare:
+		mode, ms := expiryArgs(op.Exp)
+		args = append(args, "M", strconv.Itoa(len(op.Entries)), mode, ms)
+		for _, e := range op.Entries {
+			keys = append(keys, s.keys.recordKey(e.NS, e.Key))
+			args = append(args, string(e.Value))
+		}
+		return keys, args, nil
+	default:
+		return nil, nil, fmt.Errorf("redis: exec: unknown op kind %d", op.Kind)
+	}
+	return append(keys, s.keys.recordKey(op.NS, op.Key)), args, nil
 }
 
 // decodeMsg reads one op's answer in block.lua's array, as its own

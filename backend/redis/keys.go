@@ -77,3 +77,30 @@ func slot(key string) uint16 {
 	}
 	return crc & 16383
 }
+
+// parse is recordKey's inverse for namespace ns: the key of a Redis key
+// of ns, or false for a Redis key that recordKey does not make.
+func (k keyspace) parse(ns, rkey string) ([]byte, bool) {
+	head := k.prefix + "{" + ns + ":"
+	if !strings.HasPrefix(rkey, head) || !strings.HasSuffix(rkey, "}") || len(rkey) < len(head)+2 {
+		return nil, false
+	}
+	esc := rkey[len(head) : len(rkey)-1]
+	key := make([]byte, 0, len(esc))
+	for i := 0; i < len(esc); i++ {
+		c := esc[i]
+		switch {
+		case c == '}':
+			return nil, false
+		case c != '%':
+			key = append(key, c)
+		case strings.HasPrefix(esc[i:], "%25"):
+			key, i = append(key, '%'), i+2
+		case strings.HasPrefix(esc[i:], "%7D"):
+			key, i = append(key, '}'), i+2
+		default:
+			return nil, false
+		}
+	}
+	return key, true
+}

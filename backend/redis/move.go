@@ -1,10 +1,10 @@
 package redis
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -18,7 +18,7 @@ import (
 func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
 	nk, ok := s.keys.recordKey(ns, newKey), s.keys.recordKey(ns, oldKey)
 	if s.composed && slot(nk) != slot(ok) {
-		return s.moveAcross(ctx, nk, newValue, ok, oldValue, exp)
+		return s.moveAcross(ctx, ns, newKey, newValue, oldKey, oldValue, exp)
 	}
 	ctx, cancel := s.deadlines.bound(ctx)
 	defer cancel()
@@ -30,86 +30,56 @@ func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, o
 	return mr, s.fail(ctx, "move", err)
 }
 
-// moveAcross is a key change between two Cluster slots, which no script
-// can span: reserve the new key, then release the old one if it holds
-// oldValue (as PK.ROLLBACK … IFEQ). When the release does not happen the
-// reservation is undone before answering, putting back the expired record
-// it may have replaced, so nothing is left half done:
-//
-//   - new key taken: NewKeyTaken, nothing changed;
-//   - old key mismatch: the reservation is undone, OldKeyMismatch;
-//   - the release fails: the store reads the old key to learn whether the
-//     release happened. If the old record still holds oldValue the
-//     reservation is undone and the error returned; if it is gone the key
-//     change took effect and Moved is returned;
-//   - anything else fails: the reservation is undone (if it was made: when
-//     its reply was lost, the new key is deleted if it holds newValue) and
-//     the error returned.
-//
-// The forward steps share one timeout; the recovery gets its own, so a
-// composed key change takes at most twice the timeout. Between the two
-// steps other clients see both keys reserved. The undo only touches the new
-// key while it holds newValue, so it never deletes another client's
-// reservation (unless that one holds the very same value).
-func (s *Store) moveAcross(ctx context.Context, newKey string, newValue []byte, oldKey string, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
-	fwd, cancel := s.deadlines.bound(ctx)
-	defer cancel()
-	var prev *replaced
-	reserved, err := false, s.inject("reserve")
-	if err == nil {
-		prev, reserved, err = s.reserve(fwd, newKey, newValue, exp)
-	}
-	if err == nil {
-		if err = s.inject("reserved"); err != nil {
-			prev, reserved = nil, false // as if the reply were lost
-		}
-	}
-	if err == nil && !reserved {
-		return backend.NewKeyTaken, nil
-	}
-	var released bool
-	if err == nil {
-		if err = s.inject("release"); err == nil {
-			released, err = s.flag(fwd, s.rollbackCall(oldKey, backend.IfEq(oldValue)))
-		}
-		if err == nil {
-			err = s.inject("released")
-		}
-		if err == nil && released {
-			return backend.Moved, nil
-		}
-	}
+// steps are the one-key scripts that a command across Cluster slots is
+// composed of (backend.ComposeMove, backend.ComposeMPrepare); each bounds
+// its own call with the store's timeout.
+type steps struct{ s *Store }
 
-	rec, cancel2 := s.deadlines.bound(context.WithoutCancel(ctx))
-	defer cancel2()
-	if err != nil && reserved {
-		// The release may have run: look before undoing the reservation.
-		old, found, gerr := s.get(rec, oldKey)
-		if gerr == nil && (!found || !bytes.Equal(old.Value, oldValue)) {
-			return backend.Moved, nil
-		}
-	}
-	if uerr := s.unreserve(rec, newKey, newValue, prev); uerr != nil {
-		if err == nil {
-			err = errors.New("old key mismatch")
-		}
-		return 0, &Error{Op: "move", err: errors.Join(err, uerr),
-			msg: fmt.Sprintf("%s; undoing the new key's reservation failed too: %s", errMsg(err), errMsg(uerr))}
-	}
-	if err != nil {
-		return 0, err
-	}
-	return backend.OldKeyMismatch, nil
+// Reserve runs reserve.lua, which also returns the expired record it
+// replaced (nil when there was none).
+func (st steps) Reserve(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (*replaced, bool, error) {
+	ctx, cancel := st.s.deadlines.bound(ctx)
+	defer cancel()
+	return st.s.reserve(ctx, st.s.keys.recordKey(ns, key), value, exp)
 }
 
-// inject returns the failure a test injects at a step of moveAcross:
-// "reserve" and "release" fail before the step runs, "reserved" and
-// "released" after it ran, as a lost reply does.
-func (s *Store) inject(step string) error {
-	if s.fault == nil {
-		return nil
+// Release is PK.ROLLBACK key IFEQ value.
+func (st steps) Release(ctx context.Context, ns string, key, value []byte) (bool, error) {
+	ctx, cancel := st.s.deadlines.bound(ctx)
+	defer cancel()
+	return st.s.flag(ctx, st.s.rollbackCall(st.s.keys.recordKey(ns, key), backend.IfEq(value)))
+}
+
+// Look is PK.GETVALUE key.
+func (st steps) Look(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
+	ctx, cancel := st.s.deadlines.bound(ctx)
+	defer cancel()
+	return st.s.get(ctx, st.s.keys.recordKey(ns, key))
+}
+
+// Unreserve runs unreserve.lua: the key is put back as it was (or deleted)
+// only while it holds value. With the reserve's reply lost, prev is
+// unknown and the key is deleted if it holds value.
+func (st steps) Unreserve(ctx context.Context, ns string, key, value []byte, prev *replaced, _ bool) error {
+	ctx, cancel := st.s.deadlines.bound(ctx)
+	defer cancel()
+	return st.s.unreserve(ctx, st.s.keys.recordKey(ns, key), value, prev)
+}
+
+// moveAcross is a key change between two Cluster slots, which no script
+// can span: backend.ComposeMove, with its undo that looks first.
+func (s *Store) moveAcross(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+	r, err := backend.ComposeMove(ctx, steps{s}, s.fault, ns, newKey, newValue, oldKey, oldValue, exp)
+	if err != nil {
+		return 0, s.composedError("move", err)
 	}
-	return s.fault(step)
+	return r, nil
+}
+
+// composedError is the error of a composed command: the steps' own errors
+// already name Redis's failure.
+func (s *Store) composedError(op string, err error) error {
+	return &Error{Op: op, msg: strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error()), err: err}
 }
 
 // replaced is the expired record that reserve.lua replaced.

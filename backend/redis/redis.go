@@ -62,8 +62,9 @@ type Store struct {
 
 	client atomic.Pointer[clientRef]
 
-	// fault, in tests only, injects failures into moveAcross (see inject).
-	fault func(step string) error
+	// fault, in tests only, injects failures into the steps of composed
+	// commands (backend.ComposeMove, backend.ComposeMPrepare).
+	fault backend.Fault
 
 	// Counted for metrics (metrics.go).
 	noscript  atomic.Int64 // ops sent again with EVAL after NOSCRIPT

@@ -106,8 +106,15 @@ func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
 	return nc.SetDeadline(time.Time{})
 }
 
-// Append appends the request of op: EVALSHA of its script.
+// Append appends the request of op: EVALSHA of its script. A scan takes
+// round trips of its own (SCAN, then the reads): it is written as a PING,
+// which keeps its place in the stream, and Read hands it back (again) to
+// go through Batch.
 func (w *Wire) Append(dst []byte, op backend.Op) []byte {
+	if op.Kind == backend.OpScan {
+		dst = redcon.AppendArray(dst, 1)
+		return redcon.AppendBulkString(dst, "PING")
+	}
 	cl, err := w.s.callFor(&op)
 	if err != nil {
 		// Not an op of package backend. Send a request Redis refuses, so
@@ -138,6 +145,9 @@ func (w *Wire) Read(b []byte, op backend.Op) (n int, res backend.Result, again b
 	if n == 0 {
 		return 0, res, false
 	}
+	if op.Kind == backend.OpScan {
+		return n, res, true // its PING answered; the scan goes through Batch
+	}
 	name := opName(op.Kind)
 	if r.Type == redcon.Error {
 		msg := string(r.Data)
@@ -154,6 +164,17 @@ func (w *Wire) Read(b []byte, op backend.Op) (n int, res backend.Result, again b
 		var c int64
 		if c, err = respCode(r, 2); err == nil {
 			res.Move = moveResults[c]
+		}
+	case backend.OpMPrepare: // block.lua's array of one answer
+		var items []redcon.RESP
+		if r.Type == redcon.Array {
+			r.ForEach(func(e redcon.RESP) bool { items = append(items, e); return true })
+		}
+		err = fmt.Errorf("unexpected reply %q", r.Raw)
+		if len(items) == 1 {
+			var c int64
+			c, err = respCode(items[0], 1)
+			res.OK = c == 1
 		}
 	default:
 		var c int64
@@ -193,6 +214,8 @@ func opName(k backend.OpKind) string {
 		return "reprepare"
 	case backend.OpMove:
 		return "move"
+	case backend.OpMPrepare:
+		return "mprepare"
 	default:
 		return "batch"
 	}

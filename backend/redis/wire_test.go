@@ -106,6 +106,26 @@ func (ws *wireStore) Move(ctx context.Context, ns string, newKey, newValue, oldK
 	return r.Move, r.Err
 }
 
+func (ws *wireStore) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+	r := ws.do(ctx, backend.Op{Kind: backend.OpMPrepare, Entries: entries, Exp: exp})
+	return r.OK, r.Err
+}
+
+// TestWireScanIsHandedBack: the Wire writes a scan as a PING and hands it
+// back to go through Batch, keeping its place among the replies.
+func TestWireScanIsHandedBack(t *testing.T) {
+	s := openStore(t, "redis://127.0.0.1:1", Config{})
+	w := s.Wire()
+	scan := backend.Op{Kind: backend.OpScan, NS: "ns", Count: 10}
+	require.Equal(t, "*1\r\n$4\r\nPING\r\n", string(w.Append(nil, scan)))
+	n, res, again := w.Read([]byte("+PONG\r\n:1\r\n"), scan)
+	require.Equal(t, 7, n)
+	require.True(t, again)
+	require.NoError(t, res.Err)
+	n, _, _ = w.Read([]byte("+PON"), scan)
+	require.Zero(t, n)
+}
+
 func TestConformanceWireMiniredis(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
 		f := startFake(t)

@@ -29,6 +29,12 @@ type Harness struct {
 	// them.
 	Advance func(d time.Duration)
 
+	// Fault, for a store that composes commands from steps (Redis Cluster
+	// across slots, MongoDB), installs a failure injector in them (nil
+	// removes it); nil for stores with atomic commands. The suite then
+	// fails or loses the reply of each step in turn.
+	Fault func(backend.Fault)
+
 	// SkipRaces names why races on existing records cannot be tested on this
 	// store (e.g. a server known not to be atomic there); empty runs them.
 	SkipRaces string

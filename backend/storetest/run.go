@@ -23,6 +23,13 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Rollback", func(t *testing.T) { runRows(t, newStore, rollbackRows()) })
 	t.Run("Reprepare", func(t *testing.T) { runRows(t, newStore, reprepareRows()) })
 	t.Run("Move", func(t *testing.T) { runRows(t, newStore, moveRows()) })
+	t.Run("MPrepare", func(t *testing.T) {
+		runRows(t, newStore, mprepareRows())
+		t.Run("one ttlAt for every key", func(t *testing.T) { testMPrepareOneTTLAt(t, newStore) })
+		t.Run("64 binary keys", func(t *testing.T) { testMPrepareMany(t, newStore) })
+	})
+	t.Run("Scan", func(t *testing.T) { runScan(t, newStore) })
+	t.Run("Faults", func(t *testing.T) { runFaults(t, newStore) })
 	t.Run("Expiry", func(t *testing.T) {
 		t.Run("boundaries", func(t *testing.T) { testBoundaries(t, newStore) })
 		t.Run("real time", func(t *testing.T) { testExpiryOnRealTime(t, newStore) })
@@ -51,6 +58,8 @@ func Run(t *testing.T, newStore NewStore) {
 			{"move one old key to two new keys", testRaceMove},
 			{"move versus prepare of the new key", testRaceMoveVersusPrepare},
 			{"move versus rollback of the old key", testRaceMoveVersusRollback},
+			{"mprepares sharing one key", testRaceMPrepare},
+			{"scan versus inserts and deletes", testRaceScan},
 		}
 		for _, tc := range onRecords {
 			t.Run(tc.name, func(t *testing.T) {

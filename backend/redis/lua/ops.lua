@@ -83,3 +83,21 @@ local function op_move(newKey, oldKey, newValue, oldValue, mode, ms, now, retent
   return 1
 end
 
+
+-- PK.MPREPARE in one step: reserve every key of keys for the value of the
+-- same index in values, unless a live record holds any of them; then
+-- nothing changes. Every key gets one ttlAt. The keys must be in one slot.
+-- Returns 1 all reserved, 0 a live record holds one of them.
+local function op_mprepare(keys, values, mode, ms, now, retention)
+  for i = 1, #keys do
+    local _, t = load(keys[i])
+    if t ~= nil and live(t, now) then
+      return 0
+    end
+  end
+  local ttlAt, ts = expiry(mode, ms, now)
+  for i = 1, #keys do
+    save(keys[i], values[i], ttlAt, ts, retention)
+  end
+  return 1
+end

@@ -1,0 +1,135 @@
+package memory
+
+import (
+	"container/heap"
+	"context"
+	"crypto/rand"
+	"slices"
+	"strings"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// MPrepare implements commands.Store. It is atomic: the shards of every
+// entry are locked, each once and in index order (the order Move takes
+// its two, so neither can deadlock the other), all entries are checked,
+// then all written, with one reading of the clock.
+func (s *Store) MPrepare(_ context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+	keys, idx := s.entryKeys(entries)
+	unlock := s.lockShards(slices.Clone(idx))
+	defer unlock()
+	return s.mprepare(keys, idx, entries, exp, s.nowMs()), nil
+}
+
+// entryKeys returns the map keys of entries and their shards.
+func (s *Store) entryKeys(entries []backend.Entry) (keys [][]byte, idx []int) {
+	keys = make([][]byte, len(entries))
+	idx = make([]int, len(entries))
+	for i, e := range entries {
+		keys[i] = mapKey(nil, e.NS, e.Key)
+		idx[i] = s.shardOf(keys[i])
+	}
+	return keys, idx
+}
+
+// mprepare is MPrepare with the shards idx of keys held.
+func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, exp backend.Expiry, nowMs int64) bool {
+	found := make([]*entry, len(entries))
+	for i, k := range keys {
+		en := s.shards[idx[i]].lookup(k, nowMs, &s.opts)
+		if en != nil && backend.LiveAt(en.ttlAt, nowMs) {
+			return false
+		}
+		found[i] = en
+	}
+	ttlAt := exp.TTLAt(nowMs, backend.Forever)
+	for i, k := range keys {
+		sh := &s.shards[idx[i]]
+		if found[i] == nil {
+			sh.put(k, entries[i].Value, ttlAt)
+		} else {
+			sh.replace(found[i], entries[i].Value, ttlAt)
+		}
+	}
+	return true
+}
+
+// Scan implements commands.Store. The records are in key order per
+// shard; a page merges the shards: it takes the first record after pos
+// from each shard (one lock at a time), then repeatedly the smallest, and
+// the next after it from that shard. The position is the last key
+// returned, so a record present for the whole scan is returned whatever is
+// inserted or deleted meanwhile, and a page holds at most shardCount+count
+// records, whatever the size of the namespace.
+func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backend.Page, error) {
+	prefix := string(mapKey(nil, ns, nil))
+	from, inclusive := prefix+string(pos), pos == nil
+	var hs headHeap
+	for i := range s.shards {
+		if h, ok := s.head(i, prefix, from, inclusive); ok {
+			hs = append(hs, h)
+		}
+	}
+	heap.Init(&hs)
+	page := backend.Page{Records: make([]backend.ScanRecord, 0, min(count, len(hs)))}
+	for len(page.Records) < count && len(hs) > 0 {
+		h := heap.Pop(&hs).(head)
+		page.Records = append(page.Records, h.rec)
+		if next, ok := s.head(h.shard, prefix, h.key, false); ok {
+			heap.Push(&hs, next)
+		}
+	}
+	if len(hs) == 0 {
+		page.Done = true
+		return page, nil
+	}
+	page.Next = page.Records[len(page.Records)-1].Key
+	return page, nil
+}
+
+// head is a shard's next record in a scan, copied out of the shard.
+type head struct {
+	shard int
+	key   string // map key
+	rec   backend.ScanRecord
+}
+
+// head reads shard i's first record of the namespace after from.
+func (s *Store) head(i int, prefix, from string, inclusive bool) (head, bool) {
+	sh := &s.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	nowMs := s.nowMs()
+	en := sh.after(prefix, from, inclusive, nowMs, &s.opts)
+	if en == nil {
+		return head{}, false
+	}
+	// The value is replaced, never written in place: no copy needed.
+	return head{shard: i, key: en.key, rec: backend.ScanRecord{
+		Key:    []byte(strings.TrimPrefix(en.key, prefix)),
+		Record: backend.Record{Value: en.value, TTLAt: en.ttlAt, Live: backend.LiveAt(en.ttlAt, nowMs)},
+	}}, true
+}
+
+type headHeap []head
+
+func (h headHeap) Len() int           { return len(h) }
+func (h headHeap) Less(i, j int) bool { return h[i].key < h[j].key }
+func (h headHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *headHeap) Push(x any)        { *h = append(*h, x.(head)) }
+func (h *headHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Secret implements commands.Store. The memory store's records end with
+// the process, and so do its cursors: the secret is made once per store.
+func (s *Store) Secret(context.Context) ([]byte, error) { return s.secret, nil }
+
+func newSecret() []byte {
+	b := make([]byte, backend.SecretBytes)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return b
+}

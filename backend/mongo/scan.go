@@ -1,0 +1,90 @@
+package mongo
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// Scan reads the namespace's collection in _id order from just after pos
+// (the last _id of the previous page), count documents at most, leaving
+// out those past their retention. The order is BSON's for binary _ids
+// (length first, then bytes), the same for the sort and for $gt, so a
+// record present for the whole scan is returned exactly once.
+func (s *Store) Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	now := s.nowMs()
+	filter := bson.D{retained(now)}
+	if pos != nil {
+		filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$gt", Value: binary(pos)}}})
+	}
+	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(count)).
+		SetProjection(bson.D{{Key: fieldValue, Value: 1}, {Key: fieldTTLAt, Value: 1}, {Key: fieldExpireAt, Value: 1}})
+	cur, err := s.collection(ns).Find(ctx, filter, opts)
+	if err != nil {
+		return backend.Page{}, wrap("scan", err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	page := backend.Page{Records: make([]backend.ScanRecord, 0, count)}
+	for cur.Next(ctx) {
+		_, key, ok := cur.Current.Lookup("_id").BinaryOK()
+		if !ok {
+			return backend.Page{}, wrap("scan", fmt.Errorf("record %s: _id is not binary", cur.Current.Lookup("_id")))
+		}
+		value, ttlAt, _, err := decode(cur.Current)
+		if err != nil {
+			return backend.Page{}, wrap("scan", err)
+		}
+		page.Records = append(page.Records, backend.ScanRecord{
+			Key:    bytes.Clone(key),
+			Record: backend.Record{Value: bytes.Clone(value), TTLAt: ttlAt, Live: backend.LiveAt(ttlAt, now)},
+		})
+	}
+	if err := cur.Err(); err != nil {
+		return backend.Page{}, wrap("scan", err)
+	}
+	if len(page.Records) < count {
+		page.Done = true
+	} else {
+		page.Next = page.Records[len(page.Records)-1].Key
+	}
+	return page, nil
+}
+
+// metaCollection holds the store's own documents. Its name is outside the
+// namespaces' collections (CollectionPrefix, an underscore, then the name).
+const metaCollection = "prepkey-meta"
+
+// Secret returns the store's secret, a document written once (upsert with
+// $setOnInsert) by whichever sidecar comes first, so that every sidecar on
+// this database shares it, across restarts.
+func (s *Store) Secret(ctx context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	c := s.db.Collection(metaCollection)
+	id := bson.D{{Key: "_id", Value: "scan-secret"}}
+	fresh := make([]byte, backend.SecretBytes)
+	_, _ = rand.Read(fresh) // crypto/rand.Read never fails (Go 1.24)
+	_, err := c.UpdateOne(ctx, id, bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: fieldValue, Value: binary(fresh)}}}}, upsert)
+	if err != nil && !mongo.IsDuplicateKeyError(err) { // a racing upsert inserted it
+		return nil, wrap("secret", err)
+	}
+	raw, err := c.FindOne(ctx, id).Raw()
+	if err != nil {
+		return nil, wrap("secret", err)
+	}
+	_, v, ok := raw.Lookup(fieldValue).BinaryOK()
+	if !ok || len(v) != backend.SecretBytes {
+		return nil, wrap("secret", errors.New("the stored secret is not 32 bytes"))
+	}
+	return bytes.Clone(v), nil
+}

@@ -1,0 +1,95 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/rueidis"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// MPrepare implements commands.Store. It is one atomic script when every
+// key is in one hash slot (always on standalone and Sentinel): the
+// transactions' block.lua with one operation, op_mprepare of ops.lua. On a Cluster with keys in several slots it is composed,
+// backend.ComposeMPrepare: one reserve.lua per key in (namespace, key)
+// order, undone (each only while it holds this command's value) when a
+// key is taken or a step fails.
+func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+	if _, oneSlot := s.entryKeys(entries); !oneSlot {
+		return s.mprepareAcross(ctx, entries, exp)
+	}
+	ctx, cancel := s.deadlines.bound(ctx)
+	defer cancel()
+	cl := s.mprepareCall(entries, exp)
+	res, err := s.run(ctx, cl)
+	if err != nil {
+		return false, err
+	}
+	ok, err := decodeMPrepare(res)
+	return ok, s.fail(ctx, cl.op, err)
+}
+
+// decodeMPrepare reads block.lua's answer to one PK.MPREPARE: {1} or {0}.
+func decodeMPrepare(res rueidis.RedisResult) (bool, error) {
+	arr, err := res.ToArray()
+	if err != nil || len(arr) != 1 {
+		return false, fmt.Errorf("unexpected reply %v", res)
+	}
+	n, err := codeMsg(arr[0], 1)
+	return n == 1, err
+}
+
+// entryKeys returns the Redis keys of entries and whether one script can
+// take them all: not a Cluster, or all in one slot.
+func (s *Store) entryKeys(entries []backend.Entry) ([]string, bool) {
+	rkeys := make([]string, len(entries))
+	oneSlot := true
+	for i, e := range entries {
+		rkeys[i] = s.keys.recordKey(e.NS, e.Key)
+		if s.composed && slot(rkeys[i]) != slot(rkeys[0]) {
+			oneSlot = false
+		}
+	}
+	return rkeys, oneSlot
+}
+
+// mprepareCall is block.lua with the one operation of PK.MPREPARE.
+func (s *Store) mprepareCall(entries []backend.Entry, exp backend.Expiry) call {
+	op := backend.Op{Kind: backend.OpMPrepare, Entries: entries, Exp: exp}
+	keys, args, _ := s.appendBlockOp(make([]string, 0, len(entries)), []string{s.retention}, &op)
+	return call{"mprepare", s.scripts.block, keys, args}
+}
+
+// mprepareAcross composes PK.MPREPARE over several Cluster slots. EX/PX
+// are resolved first on one node's clock (TIME), so that every key gets
+// the same ttlAt although each step runs on its own node.
+func (s *Store) mprepareAcross(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+	if exp.Kind == backend.ExpireAfter {
+		now, err := s.serverTime(ctx)
+		if err != nil {
+			return false, err
+		}
+		exp = backend.Expiry{Kind: backend.ExpireAt, Millis: now + min(exp.Millis, maxAfterMillis)}
+	}
+	ok, err := backend.ComposeMPrepare(ctx, steps{s}, s.fault, entries, exp)
+	if err != nil {
+		return false, s.composedError("mprepare", err)
+	}
+	return ok, nil
+}
+
+// serverTime is a Redis node's clock in Unix milliseconds.
+func (s *Store) serverTime(ctx context.Context) (int64, error) {
+	ctx, cancel := s.deadlines.bound(ctx)
+	defer cancel()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return 0, s.fail(ctx, "mprepare", err)
+	}
+	tm, err := c.Do(ctx, c.B().Time().Build()).AsIntSlice()
+	if err != nil || len(tm) != 2 {
+		return 0, s.fail(ctx, "mprepare", fmt.Errorf("TIME: %v %w", tm, err))
+	}
+	return tm[0]*1000 + tm[1]/1000, nil
+}

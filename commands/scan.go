@@ -1,0 +1,214 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// PK.SCAN name cursor [MATCH pattern] [COUNT count] [LIVE | EXPIRED]
+//
+// Options are read left to right and the first bad one answers, as Redis
+// does: a COUNT that is not an integer is Redis's "not an integer" error,
+// one outside 1-1000 a syntax error. Then the namespace, then the cursor's
+// form; its authenticity needs the store's secret, so it is checked when
+// the scan runs (exec), still before the store reads a record.
+func (h *Handler) parseScan(args [][]byte) (backend.Op, Reply, bool) {
+	var (
+		match    []byte
+		hasMatch bool
+		count    = int64(backend.DefaultScanCount)
+		hasCount bool
+		only     byte // 'l' LIVE, 'e' EXPIRED
+	)
+	opts := args[3:]
+	for i := 0; i < len(opts); i++ {
+		w := opts[i]
+		switch {
+		case bytes.EqualFold(w, []byte("MATCH")) && !hasMatch && i+1 < len(opts):
+			i++
+			match, hasMatch = opts[i], true
+		case bytes.EqualFold(w, []byte("COUNT")) && !hasCount && i+1 < len(opts):
+			i++
+			n, ok := parseInt(opts[i])
+			if !ok {
+				return backend.Op{}, errReply(errNotInteger), false
+			}
+			if n < 1 || n > backend.MaxScanCount {
+				return backend.Op{}, errReply(errSyntax), false
+			}
+			count, hasCount = n, true
+		case bytes.EqualFold(w, []byte("LIVE")) && only == 0:
+			only = 'l'
+		case bytes.EqualFold(w, []byte("EXPIRED")) && only == 0:
+			only = 'e'
+		default:
+			return backend.Op{}, errReply(errSyntax), false
+		}
+	}
+	ns, cursor := args[1], args[2]
+	if !validNamespace(ns) {
+		return backend.Op{}, errReply(errNamespace), false
+	}
+	if hasMatch && len(match) > h.maxPatternBytes() {
+		return backend.Op{}, errReply(fmt.Sprintf("ERR pattern is larger than 4 x max-key-bytes (%d)", h.maxPatternBytes())), false
+	}
+	if string(cursor) == "0" {
+		cursor = nil
+	} else if _, ok := decodeCursor(cursor); !ok {
+		return backend.Op{}, errReply(errInvalidCursor), false
+	}
+	keep := func(backend.ScanRecord) bool { return true }
+	if hasMatch || only != 0 {
+		keep = func(r backend.ScanRecord) bool {
+			return (only == 0 || r.Live == (only == 'l')) && (!hasMatch || globMatch(match, r.Key))
+		}
+	}
+	return backend.Op{Kind: backend.OpScan, NS: string(ns), Key: cursor, Count: int(count), Keep: keep}, Reply{}, true
+}
+
+// maxPatternBytes bounds a MATCH pattern. Matching costs up to the
+// pattern's length times the key's per record, so a pattern is kept to the
+// size of the longest key written with every byte escaped, twice over.
+func (h *Handler) maxPatternBytes() int { return 4 * h.limits.MaxKeyBytes }
+
+// Cursors. A cursor is base64url (no padding) of
+//
+//	version(1) | position | tag(16)
+//
+// where position is the store's Page.Next and tag the first 16 bytes of
+// HMAC-SHA256(secret, "pk.scan" | len(ns) | ns | position). The secret is
+// the store's (Store.Secret): kept by the backend, so a cursor is good on
+// any sidecar of that backend and across restarts, and a cursor changed by
+// a client, made up, or handed out for another namespace fails the tag and
+// is "invalid cursor" before the store is asked for a record.
+const (
+	cursorVersion = 1
+	cursorTagSize = 16
+)
+
+var cursorEncoding = base64.RawURLEncoding
+
+// decodeCursor splits a cursor's form into its position and the rest; it
+// does not check the tag.
+func decodeCursor(c []byte) ([]byte, bool) {
+	raw := make([]byte, cursorEncoding.DecodedLen(len(c)))
+	n, err := cursorEncoding.Decode(raw, c)
+	if err != nil || n < 1+cursorTagSize || raw[0] != cursorVersion {
+		return nil, false
+	}
+	return raw[:n], true
+}
+
+func cursorTag(secret []byte, ns string, pos []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("pk.scan"))
+	m.Write([]byte{byte(len(ns))})
+	m.Write([]byte(ns))
+	m.Write(pos)
+	return m.Sum(nil)[:cursorTagSize]
+}
+
+func encodeCursor(secret []byte, ns string, pos []byte) []byte {
+	raw := make([]byte, 0, 1+len(pos)+cursorTagSize)
+	raw = append(raw, cursorVersion)
+	raw = append(raw, pos...)
+	raw = append(raw, cursorTag(secret, ns, pos)...)
+	out := make([]byte, cursorEncoding.EncodedLen(len(raw)))
+	cursorEncoding.Encode(out, raw)
+	return out
+}
+
+// openCursor returns the position of a cursor this store's sidecars
+// handed out for ns.
+func openCursor(secret []byte, ns string, c []byte) ([]byte, bool) {
+	raw, ok := decodeCursor(c)
+	if !ok {
+		return nil, false
+	}
+	pos, tag := raw[1:len(raw)-cursorTagSize], raw[len(raw)-cursorTagSize:]
+	if !hmac.Equal(tag, cursorTag(secret, ns, pos)) {
+		return nil, false
+	}
+	return pos, true
+}
+
+// replyError is a failure that is the client's, found only when the
+// command runs (an invalid cursor): finish answers it as is, not as
+// -UNAVAILABLE.
+type replyError struct{ text string }
+
+func (e *replyError) Error() string { return e.text }
+
+var errCursor = &replyError{errInvalidCursor}
+
+// secrets caches the store's secret after the first read.
+type secrets struct {
+	mu  sync.Mutex
+	key []byte
+}
+
+func (h *Handler) secret(ctx context.Context) ([]byte, error) {
+	h.sec.mu.Lock()
+	defer h.sec.mu.Unlock()
+	if h.sec.key != nil {
+		return h.sec.key, nil
+	}
+	k, err := h.store.Secret(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(k) < backend.SecretBytes {
+		return nil, fmt.Errorf("store secret of %d bytes", len(k))
+	}
+	h.sec.key = k
+	return k, nil
+}
+
+// scan runs one page of PK.SCAN: it checks the cursor, reads from the
+// store, filters, and puts the next cursor in Page.Next ("0" when done).
+func (h *Handler) scan(ctx context.Context, op backend.Op) (backend.Page, error) {
+	secret, err := h.secret(ctx)
+	if err != nil {
+		return backend.Page{}, err
+	}
+	var pos []byte
+	if op.Key != nil {
+		var ok bool
+		if pos, ok = openCursor(secret, op.NS, op.Key); !ok {
+			return backend.Page{}, errCursor
+		}
+	}
+	page, err := h.store.Scan(ctx, op.NS, pos, op.Count)
+	if err != nil {
+		return backend.Page{}, err
+	}
+	if page.Done && len(page.Next) != 0 {
+		return backend.Page{}, errors.New("store ended a scan with a position")
+	}
+	kept := page.Records[:0]
+	for _, r := range page.Records {
+		if op.Keep == nil || op.Keep(r) {
+			kept = append(kept, r)
+		}
+	}
+	page.Records = kept
+	if page.Done {
+		page.Next = []byte("0")
+	} else {
+		page.Next = encodeCursor(secret, op.NS, page.Next)
+	}
+	return page, nil
+}
+
+// replyScan answers PK.SCAN: [cursor, [[key, value, ttlAt], ...]].
+func replyScan(res backend.Result) Reply {
+	return Reply{Kind: ScanPage, Bytes: res.Page.Next, Records: res.Page.Records}
+}
