@@ -40,6 +40,16 @@ type batcher struct {
 
 	onLoop []*conn // runs for the next batch on the loop; the loop's own
 
+	// queued counts the commands of the loop's runs from submit to resume:
+	// waiting, at the store, or on the loop's Redis connection. Past
+	// maxLoopCmds, connections that would start a run are parked, their
+	// input unread, and served in turn as runs are answered. So the memory
+	// of the loop's work under way is bounded, and so is what is sent
+	// ahead on its Redis connection: a command of another client waits
+	// behind at most that much. The loop's own.
+	queued int
+	parked []*conn
+
 	mu    sync.Mutex
 	queue []*conn       // runs for the next batch off the loop
 	wake  chan struct{} // holds a token while queue may be non-empty
@@ -59,8 +69,42 @@ func newBatcher(s *Server, loop gnet.EventLoop) *batcher {
 	return b
 }
 
+// maxLoopCmds bounds the commands of one loop's runs under way (queued);
+// each connection also has at most one run of maxRunCmds. 4096 EVALSHAs
+// keep Redis busy while their replies come back, and take it a few tens of
+// milliseconds; 4096 commands are one fsync of the embedded store.
+const maxLoopCmds = 4096
+
+// full reports whether a new run must wait (park) for room.
+func (b *batcher) full() bool { return b.queued >= maxLoopCmds }
+
+// park has c wait, its input unread, until runs under way are answered.
+func (b *batcher) park(c *conn) {
+	if !c.parked {
+		c.parked = true
+		b.parked = append(b.parked, c)
+	}
+}
+
+// landed counts n commands of a run as answered and serves parked
+// connections, oldest first, while there is room.
+func (b *batcher) landed(n int) {
+	b.queued -= n
+	for len(b.parked) > 0 && !b.full() {
+		c := b.parked[0]
+		b.parked[0] = nil
+		b.parked = b.parked[1:]
+		c.parked = false
+		c.serveAgain()
+	}
+	if len(b.parked) == 0 {
+		b.parked = b.parked[:0:0] // let a burst's slice go
+	}
+}
+
 // submit queues c's run (c.runArgs); called on the loop.
 func (b *batcher) submit(c *conn) {
+	b.queued += len(c.runArgs)
 	if b.up.ready() || (b.up == nil && !b.offLoop.Load()) {
 		b.onLoop = append(b.onLoop, c)
 		if len(b.onLoop) == 1 {

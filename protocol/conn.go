@@ -54,11 +54,19 @@ type conn struct {
 	// waits in gnet's buffer, unparsed, until its replies are written, so
 	// replies keep the order of requests.
 	busy    bool
-	closed  bool       // closed by the loop; late results are dropped
-	argsBuf [][]byte   // reused by the parser
-	runRaw  []byte     // the arguments of the run at the store, copied out of gnet's buffer
-	runFlat [][]byte   // those arguments, one after the other
-	runArgs [][][]byte // the run's commands, each a slice of runFlat
+	inRun   int  // commands of the run at the store, counted by the batcher
+	parked  bool // waiting for the batcher to have room (batcher.park)
+	yielded bool // a serve is scheduled after other connections' turn
+	wide    int  // a window that takes in the large request at the front
+	epfd    int  // the loop's epoll descriptor, when canPause
+	// canPause is set where the loop can stop reading the connection
+	// (pause_linux.go); paused while it does.
+	canPause, paused bool
+	closed           bool       // closed by the loop; late results are dropped
+	argsBuf          [][]byte   // reused by the parser
+	runRaw           []byte     // the arguments of the run at the store, copied out of gnet's buffer
+	runFlat          [][]byte   // those arguments, one after the other
+	runArgs          [][][]byte // the run's commands, each a slice of runFlat
 
 	// Counting for INFO and metrics (stats.go): the loop's counters, when
 	// the current read began, the commands answered since.
@@ -83,6 +91,28 @@ const (
 	minInboundLimit = 64 << 20
 )
 
+// Bounds on the work one connection has under way, so that the memory a
+// deep pipeline takes is proportional to them, not to the pipeline (issue
+// 9: a million PK.PREPAREs in one write held 1.07 GB as one run, at about
+// 1.5-2 KB per command waiting). What the client sends beyond them stays
+// in gnet's input buffer, unparsed, at its wire size.
+const (
+	// maxRunCmds and maxRunBytes bound a run: the commands of one
+	// connection at the store at once. A run takes at least one command.
+	maxRunCmds  = 1024
+	maxRunBytes = 1 << 20
+	// maxServe bounds the commands one serve answers before the loop
+	// turns to other connections (those answered on the loop).
+	maxServe = 128
+	// pauseAt is how much unread input a connection may have while its
+	// earlier commands are being answered: past it the loop stops reading
+	// it until that input is served (flow).
+	pauseAt = 1 << 20
+	// peekWindow is how much input serve looks at at once; a request
+	// larger than it widens the window to take it in.
+	peekWindow = 2 << 20
+)
+
 func newConn(s *Server) *conn {
 	c := &conn{srv: s, id: s.nextID.Add(1), authed: s.cfg.Password == "", created: time.Now().Unix(), lastIdx: -1}
 	c.lastInput.Store(c.created)
@@ -98,12 +128,24 @@ func (c *conn) limits() limits {
 }
 
 // serve answers the commands in what the connection has received, in
-// order, parsing them in place in gnet's buffer, until all are answered or
-// a run waits on the store. It writes the replies with one write and
-// reports whether the connection is to be closed.
+// order, parsing them in place in gnet's buffer, until all are answered, a
+// run waits on the store, or the connection has had its turn (maxServe).
+// It writes the replies and reports whether the connection is to be
+// closed.
 func (c *conn) serve() (closeIt bool) {
-	buf, _ := c.gc.Peek(-1)
 	c.began = time.Now()
+	served := 0
+again:
+	// It looks at a window of the input: gnet copies what it peeks when
+	// the input is split (its ring buffer wraps, or a read is appended),
+	// and a deep pipeline's megabytes were copied at every run.
+	total := c.gc.InboundBuffered()
+	window := max(peekWindow, c.wide)
+	buf, _ := c.gc.Peek(min(total, window))
+	truncated := len(buf) < total
+	if !truncated {
+		c.wide = 0
+	}
 	if c.refused == "" && c.scanned < len(buf) {
 		// Framing limits are checked on bytes as they arrive, before any
 		// request is parsed. The complete requests before a refusal are
@@ -114,10 +156,22 @@ func (c *conn) serve() (closeIt bool) {
 		c.scanned = len(buf)
 	}
 	if c.refused != "" {
-		buf = buf[:c.refusedAt]
+		buf, truncated = buf[:c.refusedAt], false
 	}
-	off := 0
-	for !c.busy && !c.quit && off < len(buf) {
+	off, more := 0, false
+serving:
+	for !c.busy && !c.quit {
+		if off == len(buf) {
+			more = truncated // the rest is past the window
+			break
+		}
+		if served >= maxServe && c.authed {
+			// Others' turn: the rest is served once the loop has gone
+			// round the connections that are ready.
+			c.yield()
+			break
+		}
+		start := off
 		if buf[off] == '$' {
 			// redcon would read this as Tile38's native framing; Redis
 			// knows no such request.
@@ -128,6 +182,10 @@ func (c *conn) serve() (closeIt bool) {
 			return c.fail(strings.TrimPrefix(err.Error(), "Protocol error: "))
 		}
 		if !complete {
+			if truncated {
+				// A request larger than what is left of the window.
+				c.wide, more = 2*(len(buf)-off)+peekWindow, true
+			}
 			break
 		}
 		off = len(buf) - len(rest)
@@ -139,6 +197,7 @@ func (c *conn) serve() (closeIt bool) {
 			c.out.b = c.out.b[:0] // nothing more reaches a browser either
 			return true
 		}
+		served++
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
 		case c.tx.on:
@@ -146,6 +205,13 @@ func (c *conn) serve() (closeIt bool) {
 			c.queue(args)
 			c.noteQueued(args[0], at)
 		case c.batched(args[0]):
+			if c.batcher != nil && c.batcher.full() {
+				// The loop has enough at the store: this connection
+				// waits, its input unread, until some is answered.
+				c.batcher.park(c)
+				off = start
+				break serving
+			}
 			c.runRaw, c.runFlat, c.runArgs = c.runRaw[:0], c.runFlat[:0], c.runArgs[:0]
 			c.keep(args)
 			off = c.extendRun(buf, off)
@@ -168,14 +234,17 @@ func (c *conn) serve() (closeIt bool) {
 	if c.busy {
 		return false // flushed when it went busy; out is not the loop's now
 	}
-	if c.refused != "" && !c.quit {
+	if more && !c.quit && !c.parked {
+		goto again
+	}
+	if c.refused != "" && !c.quit && !c.parked {
 		// Every request before the refused framing is answered.
 		if c.guard.preAuth && c.authed {
 			// An AUTH among them lifted the limits that refused it: the
 			// rest is scanned again, from the request it begins with.
 			c.guard = framingGuard{lim: c.limits}
 			c.refused, c.scanned = "", 0
-			return c.serve()
+			goto again
 		}
 		return c.fail(c.refused)
 	}
@@ -249,7 +318,7 @@ func (c *conn) batched(name []byte) bool {
 // extendRun adds to the run the complete PK commands that follow it in buf
 // from off; it returns where the run ends.
 func (c *conn) extendRun(buf []byte, off int) int {
-	for off < len(buf) && buf[off] != '$' {
+	for off < len(buf) && buf[off] != '$' && len(c.runArgs) < maxRunCmds && len(c.runRaw) < maxRunBytes {
 		complete, args, _, rest, err := redcon.ReadNextCommand(buf[off:], c.argsBuf)
 		if err != nil || !complete || len(args) == 0 || !c.srv.handler.IsPK(args[0]) {
 			break
@@ -282,6 +351,7 @@ func (c *conn) toStore() {
 	c.srv.processed.Add(int64(len(c.runArgs)))
 	if c.batcher != nil {
 		c.goBusy()
+		c.inRun = len(c.runArgs)
 		c.batcher.submit(c)
 		return
 	}
@@ -321,6 +391,11 @@ func (c *conn) resumeLater() {
 // resume goes on serving the connection once its store work is done.
 func (c *conn) resume() {
 	c.busy = false
+	if c.inRun > 0 {
+		n := c.inRun
+		c.inRun = 0
+		c.batcher.landed(n) // may serve parked connections first
+	}
 	if cap(c.runRaw) > 1<<20 {
 		// do not pin a burst's copy for the connection's life
 		c.runRaw, c.runFlat, c.runArgs = nil, nil, nil
@@ -330,7 +405,61 @@ func (c *conn) resume() {
 	}
 	if c.serve() {
 		_ = c.loop.Close(c.gc)
+		return
 	}
+	c.flow()
+}
+
+// flow stops reading the connection while it has pauseAt of input waiting
+// behind commands being answered (a run at the store, a park, a yield), and
+// reads it again once that input is served. So a deep pipeline waits in the
+// client's socket, not in the sidecar, and the sidecar's memory is bounded
+// by the runs under way, not by the pipeline.
+func (c *conn) flow() {
+	if !c.canPause || c.closed {
+		return
+	}
+	waiting := c.busy || c.parked || c.yielded
+	read := !waiting || c.gc.InboundBuffered() < pauseAt
+	if read != c.paused {
+		return // already as wanted
+	}
+	if err := setReading(c.epfd, c.gc, read); err != nil {
+		c.srv.cfg.Logger.Warn("cannot stop or resume reading a client; its input is bounded by closing it", "id", c.id, "err", err)
+		c.canPause = false
+		if !read {
+			return
+		}
+	}
+	c.paused = !read
+}
+
+// yield has the loop serve the connection again after the others that are
+// ready: gnet runs tasks after each round of I/O events.
+func (c *conn) yield() {
+	if c.yielded {
+		return
+	}
+	c.yielded = true
+	_ = c.loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		c.yielded = false
+		c.serveAgain()
+		return nil
+	}))
+	// An error means the loops are stopping; they close the connection.
+}
+
+// serveAgain serves input already received (after a yield, or once the
+// batcher has room), unless the connection is closed or waits on a run.
+func (c *conn) serveAgain() {
+	if c.closed || c.busy || c.parked {
+		return
+	}
+	if c.serve() {
+		_ = c.loop.Close(c.gc)
+		return
+	}
+	c.flow()
 }
 
 // dispatch answers one command on the loop.

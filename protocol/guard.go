@@ -11,15 +11,16 @@ import (
 type limits struct {
 	maxArgs    int
 	maxBulk    int
-	maxRequest int  // bytes of one request, framing included; 0: no bound
+	maxRequest int  // bytes of one request's arguments; 0: no bound
 	preAuth    bool // names the errors as Redis does before AUTH
 }
 
 // Before AUTH where a password is set. A connection before AUTH is never
 // busy (it runs no PK command), so the request being read is all of its
-// input the sidecar holds: at most preAuthMaxRequest, plus the rest of the
-// read that brought it past (gnet reads 64 KiB at a time). Its replies
-// are bounded by preAuthMaxOutput.
+// input the sidecar holds: at most preAuthMaxRequest of arguments (and
+// their framing: 16 headers), an inline request at most preAuthMaxBulk.
+// A request past it is refused on the header that announces it. Its
+// replies are bounded by preAuthMaxOutput.
 const (
 	preAuthMaxArgs    = 16
 	preAuthMaxBulk    = 64 << 10
@@ -42,7 +43,7 @@ type framingGuard struct {
 	args   int    // bulks left in the current request
 	skip   int    // bulk bytes (with CRLF) left to pass through
 	inline int    // bytes of the current inline command
-	req    int    // bytes of the current request
+	req    int    // argument bytes of the current request
 
 	// preAuth is set when scan refused framing under the limits before
 	// AUTH: if an AUTH ahead of it succeeds, it is scanned again.
@@ -77,17 +78,6 @@ func (g *framingGuard) scanAt(b []byte) (string, int) {
 	lim := g.lim()
 	for i := 0; i < len(b); i++ {
 		c := b[i]
-		if g.state == atRequest {
-			g.req = 0
-		}
-		if g.state == inBulkBody {
-			g.req += min(g.skip, len(b)-i)
-		} else {
-			g.req++
-		}
-		if lim.maxRequest > 0 && g.req > lim.maxRequest {
-			return tooBig(lim, "request length"), i
-		}
 		switch g.state {
 		case atRequest:
 			if c == '*' {
@@ -119,7 +109,7 @@ func (g *framingGuard) scanAt(b []byte) (string, int) {
 				if n > lim.maxArgs {
 					return tooBig(lim, "multibulk length"), i
 				}
-				g.args = n
+				g.args, g.req = n, 0
 				g.state = atBulkHeader
 				if n == 0 {
 					g.state = atRequest
@@ -128,6 +118,10 @@ func (g *framingGuard) scanAt(b []byte) (string, int) {
 			}
 			if n > lim.maxBulk {
 				return tooBig(lim, "bulk length"), i
+			}
+			if g.req += n; lim.maxRequest > 0 && g.req > lim.maxRequest {
+				// refused on the header, before its bytes are held
+				return tooBig(lim, "request length"), i
 			}
 			g.skip, g.state = n+2, inBulkBody
 		case atBulkHeader:

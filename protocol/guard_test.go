@@ -47,19 +47,20 @@ func TestGuard(t *testing.T) {
 		lim    limits
 		want   string
 	}{
-		{"pipeline within limits", req("AUTH", "pw") + req(sixteen...) + req("PING", strings.Repeat("x", 65000)) + "PING\r\n" + req("ECHO", "\r\n$5\r\n*99\r\n"), pre, ""},
+		{"pipeline within limits", req("AUTH", "pw") + req(sixteen...) + req("PING", strings.Repeat("x", 65532)) + "PING\r\n" + req("ECHO", "\r\n$5\r\n*99\r\n"), pre, ""},
 		{"17 args before auth", req(append(sixteen, "b")...), pre, "unauthenticated multibulk length"},
 		{"bulk of 64 KiB + 1 before auth", req("AUTH", strings.Repeat("x", 65537)), pre, "unauthenticated bulk length"},
 		{"refused on the header alone", "*1\r\n$65537\r\n", pre, "unauthenticated bulk length"},
 		{"16 bulks of 60 KiB before auth", req(append([]string{"AUTH"}, slices.Repeat([]string{strings.Repeat("x", 60<<10)}, 15)...)...), pre, "unauthenticated request length"},
-		{"a request just over 64 KiB before auth", req("AUTH", strings.Repeat("x", 65536-20)), pre, "unauthenticated request length"},
+		{"arguments of 64 KiB + 1 before auth", req("AUTH", strings.Repeat("x", 65536-3)), pre, "unauthenticated request length"},
+		{"refused on the header that passes it", "*3\r\n$4\r\nAUTH\r\n$60000\r\n" + strings.Repeat("x", 60000) + "\r\n$6000\r\n", pre, "unauthenticated request length"},
 		{"many small requests before auth", strings.Repeat(req("PING"), 100000), pre, ""},
 		{"17 args after auth", req(append(sixteen, "b")...), post, ""},
 		{"1 MiB bulk after auth", req("PK.PREPARE", "ns", "k", strings.Repeat("v", 1<<20)), post, ""},
 		{"huge header after auth", "*2\r\n$3\r\nGET\r\n$99999999999\r\n", post, "invalid bulk length"},
 		{"too many args after auth", "*1025\r\n", post, "invalid multibulk length"},
 		{"endless header", "*" + strings.Repeat("1", 30), post, "too big length header"},
-		{"endless inline line", strings.Repeat("P", 65537), pre, "unauthenticated request length"},
+		{"endless inline line", strings.Repeat("P", 65537), pre, "too big inline request"},
 		{"endless inline line after auth", strings.Repeat("P", 2<<20+1), post, "too big inline request"},
 		{"negative bulk length", "*2\r\n$4\r\nPING\r\n$-2\r\n", post, "invalid bulk length"},
 		{"non-numeric bulk length", "*1\r\n$x\r\n", post, "invalid bulk length"},

@@ -37,6 +37,7 @@ func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	e.s.mu.Lock()
 	c.handle = gc
 	e.s.mu.Unlock()
+	c.epfd, c.canPause = pollerFD(gc)
 	c.batcher = e.s.batcherFor(c.loop)
 	c.stats = e.s.stats.forLoop(c.loop)
 	if e.s.closing.Load() {
@@ -66,17 +67,22 @@ func (e loopEvents) OnTraffic(gc gnet.Conn) gnet.Action {
 	c := gc.Context().(*conn)
 	c.active = time.Now()
 	c.lastInput.Store(c.active.Unix())
-	if c.busy {
-		// Input waits in gnet's buffer until the run is back, within bounds.
+	c.paused = false // it is read: gnet turns reading on when it drains output
+	if c.busy || c.parked {
+		// Input waits in gnet's buffer until the run is back, or the loop
+		// has room for it: up to pauseAt, where flow stops reading it.
+		// Where it cannot, the inbound limit bounds it.
 		if gc.InboundBuffered() > max(minInboundLimit, 2*e.s.cfg.MaxBulk) {
 			e.s.cfg.Logger.Warn("closing a client that floods while its commands wait on the store", "id", c.id)
 			return gnet.Close
 		}
+		c.flow()
 		return gnet.None
 	}
 	if c.serve() {
 		return gnet.Close
 	}
+	c.flow()
 	return gnet.None
 }
 

@@ -68,6 +68,10 @@ type upstream struct {
 	stop    chan struct{}
 	name    string      // "loop-N", in its log lines
 	lost    atomic.Bool // the connection dropped; the next dial logs it regained
+	// heard is when the backend last answered, or when it was last given
+	// a request while none was outstanding: the timeout measures the
+	// backend's silence, not the time requests wait behind each other.
+	heard time.Time
 }
 
 // flight is a batch whose requests are on the upstream connection.
@@ -121,6 +125,9 @@ func (u *upstream) send(conns []*conn) {
 		out, f.sync = ws.AppendSync(out, f.calls.Ops)
 	}
 	f.sent = time.Now()
+	if len(u.flights) == 0 {
+		u.heard = f.sent
+	}
 	u.flights = append(u.flights, f)
 	// gnet writes now, and keeps what the socket does not take; an error
 	// closes the connection, and onClose answers the flight.
@@ -135,6 +142,9 @@ func (u *upstream) send(conns []*conn) {
 // that is complete. It reports whether to close the connection.
 func (u *upstream) onTraffic(gc gnet.Conn) (closeIt bool) {
 	buf, _ := gc.Peek(-1)
+	if len(buf) > 0 {
+		u.heard = time.Now()
+	}
 	off := 0
 	for len(u.flights) > 0 {
 		f := u.flights[0]
@@ -238,12 +248,18 @@ func (u *upstream) onClose(err error) {
 	}
 	u.gc, u.fault = nil, nil
 	u.srv.stats.upstreamsUp.Add(-1)
-	if !u.srv.closing.Load() {
-		u.lost.Store(true)
-		u.srv.cfg.Logger.Warn("backend connection lost", "conn", u.name, "err", cause)
-	}
 	flights := u.flights
 	u.flights = nil
+	if !u.srv.closing.Load() {
+		// Every drop is logged with its cause, and how many commands it
+		// leaves answered -UNAVAILABLE (they may or may not have run).
+		waiting := 0
+		for _, f := range flights {
+			waiting += len(f.calls.Ops) - f.read
+		}
+		u.lost.Store(true)
+		u.srv.cfg.Logger.Warn("backend connection lost", "conn", u.name, "err", cause, "unanswered", waiting)
+	}
 	for _, f := range flights {
 		for k := f.read; k < len(f.calls.Ops); k++ {
 			f.res[k] = backend.Result{Err: u.wire.Lost(f.calls.Ops[k], cause)}
@@ -292,8 +308,11 @@ func (u *upstream) dial() {
 	}
 }
 
-// watch closes a connection whose oldest flight has waited longer than
-// the timeout: the backend hangs, or the stream cannot be read.
+// watch closes a connection whose backend has been silent for longer than
+// the timeout while replies are outstanding: it hangs, or the stream cannot
+// be read. A backend that answers is never timed out, however many requests
+// wait behind each other (issue 9: a deep pipeline made a healthy Redis
+// look down when the timeout counted from the oldest request's sending).
 func (u *upstream) watch() {
 	t := time.NewTicker(max(u.wire.Timeout()/4, 10*time.Millisecond))
 	defer t.Stop()
@@ -303,7 +322,7 @@ func (u *upstream) watch() {
 			return
 		case <-t.C:
 			_ = u.loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-				if u.gc != nil && len(u.flights) > 0 && time.Since(u.flights[0].sent) > u.wire.Timeout() {
+				if u.gc != nil && len(u.flights) > 0 && time.Since(u.heard) > u.wire.Timeout() {
 					u.fault = u.wire.Late()
 					_ = u.loop.Close(u.gc)
 				}

@@ -32,6 +32,7 @@ type lineBackend struct {
 	ln       net.Listener
 	accepted atomic.Int32
 	hang     atomic.Bool
+	delay    atomic.Int64 // nanoseconds before each reply: a slow backend
 
 	mu    sync.Mutex
 	taken map[string]bool
@@ -80,6 +81,7 @@ func (b *lineBackend) serve(nc net.Conn) {
 		if b.hang.Load() {
 			continue
 		}
+		time.Sleep(time.Duration(b.delay.Load()))
 		if _, err := io.WriteString(nc, reply+"\n"); err != nil {
 			return
 		}
@@ -348,6 +350,29 @@ func TestWireHungBackend(t *testing.T) {
 	a.send(req("PK.PREPARE", "ns", "k3", "v") + req("PK.PREPARE", "ns", "k1", "v"))
 	a.expect(":1\r\n")
 	a.expect(":0\r\n") // k1 is the backend's, not the fallback's
+}
+
+// TestWireSlowBackendAnswers: the timeout measures the backend's silence,
+// not how long requests wait behind each other. A backend that answers a
+// request every 40 ms, with 20 queued (800 ms for the last), never exceeds
+// a 200 ms timeout: every reply is its answer, none -UNAVAILABLE (issue 9:
+// a deep pipeline made a healthy Redis look down).
+func TestWireSlowBackendAnswers(t *testing.T) {
+	b, addr, srv := serveWire(t, Config{}, 200*time.Millisecond)
+	a := dialLines(t, addr)
+	upstreamsReady(t, srv, 1)
+	b.delay.Store(int64(40 * time.Millisecond))
+	var pipeline strings.Builder
+	for i := range 20 {
+		pipeline.WriteString(req("PK.PREPARE", "ns", fmt.Sprint("slow", i), "v"))
+	}
+	began := time.Now()
+	a.send(pipeline.String())
+	for range 20 {
+		a.expect(":1\r\n")
+	}
+	require.Greater(t, time.Since(began), 200*time.Millisecond, "the backend took longer than the timeout")
+	require.Equal(t, int32(1), b.accepted.Load(), "the connection was never dropped")
 }
 
 // TestWireBackendDrops: a run whose connection goes before its reply is

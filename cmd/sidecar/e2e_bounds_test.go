@@ -246,3 +246,137 @@ func TestIdleTimeout(t *testing.T) {
 		require.Less(t, time.Since(began), 10*time.Second, "the idle connection was not closed")
 	}
 }
+
+// deepPipeline is what TestDeepPipeline saw.
+type deepPipeline struct {
+	rssBefore, rssPeak int64
+	took               time.Duration // from the write to the last reply
+	// the other client's worst latency alone (for a second before the
+	// write) and while the pipeline is answered
+	alone, worst time.Duration
+	otherReplies int
+	unavailable  int // -UNAVAILABLE replies, both clients
+}
+
+// runDeepPipeline writes n PK.PREPAREs in one write on one connection
+// (command i reserves key i/2, so the replies alternate :1 and :0, which
+// shows their order) and reads every reply, while another client sends one
+// command every 10 ms and times it.
+func runDeepPipeline(t *testing.T, s *sidecar, n int) deepPipeline {
+	t.Helper()
+	pid := s.cmd.Process.Pid
+	res := deepPipeline{rssBefore: procStatus(t, pid, "VmRSS")}
+	ns := uniqueNS(t)
+	var req strings.Builder
+	for i := range n {
+		req.WriteString(resp("PK.PREPARE", ns, strconv.Itoa(i/2), "v"))
+	}
+
+	type sample struct {
+		at      time.Time
+		latency time.Duration
+	}
+	stop := make(chan struct{})
+	other := make(chan []sample, 1)
+	otherUnavailable := 0
+	r := s.raw(t)
+	go func() {
+		var samples []sample
+		defer func() { other <- samples }()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			began := time.Now()
+			r.send(resp("PK.PREPARE", ns+"-other", strconv.Itoa(i), "v"))
+			_ = r.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+			line, err := r.rd.ReadString('\n')
+			if err != nil {
+				otherUnavailable = -1
+				return
+			}
+			samples = append(samples, sample{began, time.Since(began)})
+			if strings.HasPrefix(line, "-UNAVAILABLE") {
+				otherUnavailable++
+			}
+		}
+	}()
+	time.Sleep(time.Second) // the other client's latency alone
+
+	deep := s.raw(t)
+	began := time.Now()
+	writeErr := make(chan error, 1)
+	go func() {
+		_, err := deep.nc.Write([]byte(req.String()))
+		writeErr <- err
+	}()
+	_ = deep.nc.SetReadDeadline(time.Now().Add(5 * time.Minute))
+	for i := range n {
+		line, err := deep.rd.ReadString('\n')
+		require.NoError(t, err, "reply %d of %d", i, n)
+		if strings.HasPrefix(line, "-UNAVAILABLE") {
+			res.unavailable++
+			continue
+		}
+		want := ":1\r\n"
+		if i%2 == 1 {
+			want = ":0\r\n"
+		}
+		require.Equal(t, want, line, "reply %d of %d", i, n)
+	}
+	res.took = time.Since(began)
+	ended := time.Now()
+	require.NoError(t, <-writeErr)
+	close(stop)
+	samples := <-other
+	require.NotEqual(t, -1, otherUnavailable, "the other client's connection failed")
+	for _, x := range samples {
+		switch {
+		case x.at.Before(began):
+			res.alone = max(res.alone, x.latency)
+		case x.at.Before(ended):
+			res.worst = max(res.worst, x.latency)
+			res.otherReplies++
+		}
+	}
+	res.unavailable += otherUnavailable
+	res.rssPeak = procStatus(t, pid, "VmHWM")
+	t.Logf("%d commands in one write, answered in %v: RSS %d MiB before, peak %d MiB; the other client: worst %v alone, %v during (%d replies); -UNAVAILABLE: %d",
+		n, res.took.Round(time.Millisecond), res.rssBefore/mib, res.rssPeak/mib, res.alone.Round(time.Millisecond),
+		res.worst.Round(time.Millisecond), res.otherReplies, res.unavailable)
+	return res
+}
+
+// TestDeepPipeline: one write of a million PK.PREPAREs is answered in full
+// and in order, with the sidecar's memory bounded by the work it allows
+// under way (not by the pipeline), while another client is served; on
+// Redis, none is -UNAVAILABLE (the backend timeout measures Redis's
+// silence, not the queue). The other client's latency is logged, not
+// asserted (docs/benchmarks.md).
+func TestDeepPipeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million commands per backend")
+	}
+	for _, b := range backends(t) {
+		if b.name != "memory" && b.name != "file" && b.name != "redis" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			// One at a time: each measures its own sidecar's memory, and
+			// they share two cores.
+			args := b.args(t)
+			if b.name == "redis" {
+				// Redis answers every 1024 commands within milliseconds:
+				// silence of half a second would be a real failure.
+				args = append(args, "--backend-timeout", "500ms")
+			}
+			res := runDeepPipeline(t, start(t, args...), 1_000_000)
+			require.Zero(t, res.unavailable)
+			require.Less(t, res.rssPeak, int64(150*mib), "peak RSS")
+		})
+	}
+}

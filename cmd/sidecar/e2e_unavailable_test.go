@@ -78,6 +78,19 @@ func TestHungRedis(t *testing.T) {
 	a, b := s.client(t, 2), s.client(t, 2)
 	require.Eventually(t, func() bool { return a.Do(ctx(), "PK.PREPARE", "hung", "k", "v").Err() == nil },
 		10*time.Second, 20*time.Millisecond)
+	// The loop's own connection is up, so that it is the one that hangs.
+	admin := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	defer admin.Close()
+	loopServed := regexp.MustCompile(`name=prepkey-loop .*cmd=evalsha`)
+	warm := 0
+	require.Eventually(t, func() bool {
+		warm++
+		if a.Do(ctx(), "PK.PREPARE", "hung", fmt.Sprint("warm", warm), "v").Err() != nil {
+			return false
+		}
+		list, err := admin.ClientList(ctx()).Result()
+		return err == nil && loopServed.MatchString(list)
+	}, 10*time.Second, 10*time.Millisecond)
 
 	require.NoError(t, srv.Process.Signal(syscall.SIGSTOP))
 	resumed := false
@@ -138,6 +151,12 @@ func TestHungRedis(t *testing.T) {
 		return err == nil && n == 1
 	}, 10*time.Second, 50*time.Millisecond)
 	check(t, a, []any{"v", int64(-1)}, "PK.GETVALUE", "hung", "k")
+	// The dropped connection is logged with its cause, and its return.
+	dropped := regexp.MustCompile(`backend connection lost conn=loop-\d+ err="no answer within 1s.*unanswered=1`)
+	require.Eventually(t, func() bool {
+		logs := s.logs()
+		return dropped.MatchString(logs) && strings.Contains(logs, "backend connection regained")
+	}, 10*time.Second, 10*time.Millisecond, "logs: %s", s.logs())
 }
 
 // TestRedisRestart runs a load of new keys through the sidecar while Redis

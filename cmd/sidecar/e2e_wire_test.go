@@ -155,7 +155,7 @@ func TestHostileInput(t *testing.T) {
 	authed.expect("-ERR Protocol error: invalid bulk length\r\n")
 	authed.closed()
 
-	// 16 arguments and a 64 KiB bulk are still fine before AUTH
+	// 16 arguments and 64 KiB of arguments are still fine before AUTH
 	edge := s.raw(t)
 	args := make([]string, 16)
 	for i := range args {
@@ -163,7 +163,7 @@ func TestHostileInput(t *testing.T) {
 	}
 	args[0] = "AUTH"
 	edge.do("-ERR syntax error\r\n", args...)
-	edge.do("-WRONGPASS invalid username-password pair or user is disabled.\r\n", "AUTH", strings.Repeat("p", 65536))
+	edge.do("-WRONGPASS invalid username-password pair or user is disabled.\r\n", "AUTH", strings.Repeat("p", 65536-len("AUTH")))
 	edge.do("+OK\r\n", "AUTH", "pw")
 
 	// broken framing: a protocol error, then close

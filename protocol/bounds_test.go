@@ -1,0 +1,90 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLoopBound: more deep pipelines on one loop than maxLoopCmds lets
+// under way at once. The connections past it are parked and served in turn:
+// each gets every reply in order, and afterwards the loop's count of
+// commands under way is back to zero with no connection left parked.
+func TestLoopBound(t *testing.T) {
+	_, addr, srv := serveWire(t, Config{}, 5*time.Second)
+	const clients, each = 6, 5000 // 6 runs of maxRunCmds > maxLoopCmds
+	require.Greater(t, clients*maxRunCmds, maxLoopCmds)
+	conns := make([]*lineReader, clients)
+	for i := range conns {
+		conns[i] = dialLines(t, addr)
+	}
+	upstreamsReady(t, srv, 1)
+	var wg sync.WaitGroup
+	for cl, c := range conns {
+		wg.Go(func() {
+			var stream strings.Builder
+			for i := range each {
+				stream.WriteString(req("PK.PREPARE", "ns", fmt.Sprintf("c%d-%d", cl, i), "v"))
+				if i%1000 == 999 {
+					stream.WriteString(req("PING"))
+				}
+			}
+			go func() { _, _ = io.WriteString(c.nc, stream.String()) }()
+			_ = c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+			for i := range each {
+				line, err := c.rd.ReadString('\n')
+				if !assertNoError(t, err) {
+					return
+				}
+				if line != ":1\r\n" {
+					t.Errorf("client %d, request %d: %q", cl, i, line)
+					return
+				}
+				if i%1000 == 999 {
+					if line, err := c.rd.ReadString('\n'); !assertNoError(t, err) || line != "+PONG\r\n" {
+						t.Errorf("client %d, PING after %d: %q", cl, i, line)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	srv.mu.Lock()
+	var b *batcher
+	for _, b = range srv.batchers {
+	}
+	srv.mu.Unlock()
+	state := make(chan [2]int, 1)
+	_ = b.loop.Execute(context.Background(), gnetRun(func() { state <- [2]int{b.queued, len(b.parked)} }))
+	require.Equal(t, [2]int{0, 0}, <-state, "commands under way, connections parked")
+}
+
+// TestReadPause: the loop can stop reading a connection (pause_linux.go
+// reads gnet's epoll descriptor by reflection): a gnet upgrade that moved
+// it would otherwise leave deep pipelines bounded only by closing.
+func TestReadPause(t *testing.T) {
+	addr, srv := serveServer(t, Config{}, &echoHandler{})
+	c := dialLines(t, addr)
+	c.send(req("PING"))
+	c.expect("+PONG\r\n")
+	srv.mu.Lock()
+	var conn *conn
+	for conn = range srv.conns {
+	}
+	srv.mu.Unlock()
+	can := make(chan bool, 1)
+	_ = conn.handle.EventLoop().Execute(context.Background(), gnetRun(func() {
+		ok := conn.canPause && setReading(conn.epfd, conn.gc, false) == nil && setReading(conn.epfd, conn.gc, true) == nil
+		can <- ok
+	}))
+	require.True(t, <-can, "the loop cannot stop reading a connection")
+	c.send(req("PING"))
+	c.expect("+PONG\r\n") // reading again
+}
