@@ -1,5 +1,5 @@
 # prepkey: the usual entry points. `make test` is what CI runs.
-.PHONY: build run test test-long test-race bench fuzz vet fmt clean
+.PHONY: build run test test-long test-race bench fuzz vet fmt clean wasm wasm-run
 
 build:
 	go build -o bin/sidecar ./cmd/sidecar
@@ -8,6 +8,19 @@ build:
 # 127.0.0.1:6380.
 run:
 	go run ./cmd/sidecar
+
+# The WebAssembly build (docs/wasm.md): prepkey.wasm, a WASI preview 1
+# module that serves on a socket its host preopens, on memory:.
+wasm:
+	GOOS=wasip1 GOARCH=wasm go build -o prepkey.wasm ./cmd/sidecar
+
+# Runs prepkey.wasm in the foreground under the wazero host (tools/wasmhost):
+#   make wasm-run LISTEN=127.0.0.1:6380 ARGS='--backend memory: --requirepass pw'
+LISTEN ?= 127.0.0.1:6380
+ARGS ?= --backend memory:
+wasm-run: wasm
+	go build -C tools/wasmhost -o ../../bin/wasmhost .
+	bin/wasmhost -wasm prepkey.wasm -listen $(LISTEN) -- $(ARGS)
 
 # Starts the Redis and FerretDB servers the tests need, then runs every test;
 # then the checks of the Kubernetes manifests, the Dockerfile and
@@ -39,4 +52,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin
+	rm -rf bin prepkey.wasm

@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"github.com/prepkey/prepkey/commands"
 )
 
@@ -34,7 +32,7 @@ import (
 // loop: the connection is down because the backend failed or was slow.
 type batcher struct {
 	handler Handler
-	loop    gnet.EventLoop
+	loop    connLoop
 	offLoop atomic.Bool
 	up      *upstream // the loop's connection to a Wire backend, or nil
 
@@ -60,7 +58,7 @@ type batcher struct {
 // ones leave the loop: a Redis round trip or an fsync takes well under it.
 const onLoopBudget = 5 * time.Millisecond
 
-func newBatcher(s *Server, loop gnet.EventLoop) *batcher {
+func newBatcher(s *Server, loop connLoop) *batcher {
 	b := &batcher{handler: s.handler, loop: loop, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	if s.cfg.Wire != nil {
 		b.up = newUpstream(s, s.cfg.Wire, loop)
@@ -109,7 +107,7 @@ func (b *batcher) submit(c *conn) {
 		b.onLoop = append(b.onLoop, c)
 		if len(b.onLoop) == 1 {
 			// Runs once the loop has served the input that is ready now.
-			_ = b.loop.Execute(context.Background(), gnet.RunnableFunc(b.runOnLoop))
+			_ = b.loop.later(b.runOnLoop)
 		}
 		return
 	}
@@ -132,22 +130,21 @@ func (b *batcher) queueOffLoop(conns ...*conn) {
 	}
 }
 
-func (b *batcher) runOnLoop(context.Context) error {
+func (b *batcher) runOnLoop() {
 	conns := b.onLoop
 	b.onLoop = make([]*conn, 0, 2*len(conns))
 	switch {
 	case b.up.ready():
 		b.up.send(conns)
-		return nil
+		return
 	case b.up != nil: // the connection went down since they were queued
 		b.queueOffLoop(conns...)
-		return nil
+		return
 	}
 	if sendRuns(b.handler, conns) > onLoopBudget {
 		b.offLoop.Store(true)
 	}
 	resumeAll(conns)
-	return nil
 }
 
 // run sends the batches that are off the loop.
@@ -170,10 +167,7 @@ func (b *batcher) run() {
 		if sendRuns(b.handler, conns) <= onLoopBudget {
 			b.offLoop.Store(false)
 		}
-		_ = b.loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			resumeAll(conns)
-			return nil
-		}))
+		_ = b.loop.later(func() { resumeAll(conns) })
 		// An error means the loops are stopping; they close the connections.
 	}
 }

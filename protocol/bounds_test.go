@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -62,7 +61,7 @@ func TestLoopBound(t *testing.T) {
 	}
 	srv.mu.Unlock()
 	state := make(chan [2]int, 1)
-	_ = b.loop.Execute(context.Background(), gnetRun(func() { state <- [2]int{b.queued, len(b.parked)} }))
+	_ = b.loop.later(func() { state <- [2]int{b.queued, len(b.parked)} })
 	require.Equal(t, [2]int{0, 0}, <-state, "commands under way, connections parked")
 }
 
@@ -80,10 +79,10 @@ func TestReadPause(t *testing.T) {
 	}
 	srv.mu.Unlock()
 	can := make(chan bool, 1)
-	_ = conn.handle.EventLoop().Execute(context.Background(), gnetRun(func() {
+	_ = conn.handle.later(func() {
 		ok := conn.canPause && setReading(conn.epfd, conn.gc, false) == nil && setReading(conn.epfd, conn.gc, true) == nil
 		can <- ok
-	}))
+	})
 	require.True(t, <-can, "the loop cannot stop reading a connection")
 	c.send(req("PING"))
 	c.expect("+PONG\r\n") // reading again

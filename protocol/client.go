@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/panjf2000/gnet/v2"
 )
 
 // clientSubs are CLIENT's subcommands. Those a client sends on connect to
@@ -120,7 +118,7 @@ func (c *conn) clientLine() string {
 // may use.
 type client struct {
 	*conn
-	h gnet.Conn
+	h connHandle
 }
 
 // clientsByID lists the open connections by id.
@@ -249,7 +247,7 @@ func (c *conn) clientKill(args [][]byte) {
 			c.quit = true // after this reply, as Redis
 			continue
 		}
-		_ = o.h.Close()
+		o.h.close()
 	}
 	if len(args) == 3 {
 		if killed == 0 {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
 	"github.com/tidwall/redcon"
 
 	"github.com/prepkey/prepkey/commands"
@@ -19,8 +18,8 @@ import (
 // to the store work under way (the batcher's, or a goroutine's: offload).
 type conn struct {
 	srv     *Server
-	gc      gnet.Conn
-	loop    gnet.EventLoop
+	gc      connIO   // gnet's Conn, or the portable transport's (portable.go)
+	loop    connLoop // the connection's event loop
 	batcher *batcher // the loop's; nil when the store does not batch
 	guard   framingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
@@ -78,7 +77,7 @@ type conn struct {
 
 	// handle is the connection for other goroutines (Shutdown wakes it);
 	// it is set under Server.mu once the loop has opened the connection.
-	handle gnet.Conn
+	handle connHandle
 }
 
 // Limits on what one connection may hold in memory. Requests are bounded by
@@ -125,6 +124,30 @@ func (c *conn) limits() limits {
 		return limits{maxArgs: preAuthMaxArgs, maxBulk: preAuthMaxBulk, maxRequest: preAuthMaxRequest, preAuth: true}
 	}
 	return limits{maxArgs: c.srv.cfg.MaxArgs, maxBulk: c.srv.cfg.MaxBulk}
+}
+
+// traffic is the loop's turn on the connection: input has arrived, or it
+// was woken. It reports whether the connection is to be closed.
+func (c *conn) traffic() (closeIt bool) {
+	c.active = time.Now()
+	c.lastInput.Store(c.active.Unix())
+	c.paused = false // it is read: gnet turns reading on when it drains output
+	if c.busy || c.parked {
+		// Input waits in the input buffer until the run is back, or the
+		// loop has room for it: up to pauseAt, where flow stops reading
+		// it. Where it cannot, the inbound limit bounds it.
+		if c.gc.InboundBuffered() > max(minInboundLimit, 2*c.srv.cfg.MaxBulk) {
+			c.srv.cfg.Logger.Warn("closing a client that floods while its commands wait on the store", "id", c.id)
+			return true
+		}
+		c.flow()
+		return false
+	}
+	if c.serve() {
+		return true
+	}
+	c.flow()
+	return false
 }
 
 // serve answers the commands in what the connection has received, in
@@ -381,10 +404,7 @@ func (c *conn) goBusy() {
 // resumeLater asks the connection's loop to resume it; called off the loop
 // when its work is done.
 func (c *conn) resumeLater() {
-	_ = c.loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		c.resume()
-		return nil
-	}))
+	_ = c.loop.later(c.resume)
 	// An error means the loops are stopping; they close the connection.
 }
 
@@ -404,7 +424,7 @@ func (c *conn) resume() {
 		return
 	}
 	if c.serve() {
-		_ = c.loop.Close(c.gc)
+		c.loop.closeConn(c)
 		return
 	}
 	c.flow()
@@ -441,11 +461,10 @@ func (c *conn) yield() {
 		return
 	}
 	c.yielded = true
-	_ = c.loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+	_ = c.loop.later(func() {
 		c.yielded = false
 		c.serveAgain()
-		return nil
-	}))
+	})
 	// An error means the loops are stopping; they close the connection.
 }
 
@@ -456,7 +475,7 @@ func (c *conn) serveAgain() {
 		return
 	}
 	if c.serve() {
-		_ = c.loop.Close(c.gc)
+		c.loop.closeConn(c)
 		return
 	}
 	c.flow()

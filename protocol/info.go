@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -137,15 +136,6 @@ func rssBytes() int64 {
 	}
 	pages, _ := strconv.ParseInt(f[1], 10, 64)
 	return pages * int64(os.Getpagesize())
-}
-
-// cpuSeconds is the CPU time the process has used, user and system.
-func cpuSeconds() (user, sys float64) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds()
 }
 
 func listenPort(s *Server) string {

@@ -1,9 +1,13 @@
+//go:build !wasip1
+
 package protocol
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -27,7 +31,7 @@ func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.None
 	}
 	c := gc.Context().(*conn)
-	c.gc, c.loop, c.active = gc, gc.EventLoop(), time.Now()
+	c.gc, c.loop, c.active = gc, gnetLoop{gc.EventLoop()}, time.Now()
 	// What CLIENT LIST shows of the socket is read here, on the loop: gnet
 	// clears it at close. The handle is set here too, before the
 	// connection is served (Serve sets it once enrolling returns), for
@@ -35,7 +39,7 @@ func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	c.addr, c.laddr, c.fd = addrString(gc.RemoteAddr()), addrString(gc.LocalAddr()), gc.Fd()
 	c.unix = gc.LocalAddr() != nil && gc.LocalAddr().Network() == "unix"
 	e.s.mu.Lock()
-	c.handle = gc
+	c.handle = gnetHandle{gc}
 	e.s.mu.Unlock()
 	c.epfd, c.canPause = pollerFD(gc)
 	c.batcher = e.s.batcherFor(c.loop)
@@ -64,25 +68,9 @@ func (e loopEvents) OnTraffic(gc gnet.Conn) gnet.Action {
 		}
 		return gnet.None
 	}
-	c := gc.Context().(*conn)
-	c.active = time.Now()
-	c.lastInput.Store(c.active.Unix())
-	c.paused = false // it is read: gnet turns reading on when it drains output
-	if c.busy || c.parked {
-		// Input waits in gnet's buffer until the run is back, or the loop
-		// has room for it: up to pauseAt, where flow stops reading it.
-		// Where it cannot, the inbound limit bounds it.
-		if gc.InboundBuffered() > max(minInboundLimit, 2*e.s.cfg.MaxBulk) {
-			e.s.cfg.Logger.Warn("closing a client that floods while its commands wait on the store", "id", c.id)
-			return gnet.Close
-		}
-		c.flow()
-		return gnet.None
-	}
-	if c.serve() {
+	if gc.Context().(*conn).traffic() {
 		return gnet.Close
 	}
-	c.flow()
 	return gnet.None
 }
 
@@ -98,9 +86,63 @@ func (g gnetLogger) Warnf(format string, args ...any)  { g.log.Warn(fmt.Sprintf(
 func (g gnetLogger) Errorf(format string, args ...any) { g.log.Error(fmt.Sprintf(format, args...)) }
 func (g gnetLogger) Fatalf(format string, args ...any) { g.log.Error(fmt.Sprintf(format, args...)) }
 
-func addrString(a net.Addr) string {
-	if a == nil {
-		return ""
+// gnetLoops are gnet's event loops as the Server drives them.
+type gnetLoops struct{ *gnet.Client }
+
+// startLoops starts the transport: gnet's event loops, or with
+// Config.Portable the portable one (portable.go).
+func (s *Server) startLoops() (loops, error) {
+	if s.cfg.Portable {
+		return newPortableLoops(s), nil
 	}
-	return a.String()
+	cl, err := gnet.NewClient(loopEvents{s},
+		gnet.WithNumEventLoop(max(1, s.cfg.EventLoops)),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLogger{s.cfg.Logger}))
+	if err == nil {
+		err = cl.Start()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gnetLoops{cl}, nil
+}
+
+func (g gnetLoops) enroll(nc net.Conn, c *conn) (connHandle, error) {
+	// gnet takes over a duplicate of the socket and closes nc.
+	gc, err := g.EnrollContext(nc, c)
+	if err != nil {
+		return nil, err
+	}
+	return gnetHandle{gc}, nil
+}
+
+func (g gnetLoops) stop() error { return g.Stop() }
+
+// gnetHandle is a connection on gnet's loops, for other goroutines.
+type gnetHandle struct{ gc gnet.Conn }
+
+func (h gnetHandle) wake()                { _ = h.gc.Wake(nil) }
+func (h gnetHandle) close()               { _ = h.gc.Close() }
+func (h gnetHandle) later(f func()) error { return gnetLoop{h.gc.EventLoop()}.later(f) }
+
+// gnetLoop is one gnet event loop as a connection (and its batcher) use it.
+type gnetLoop struct{ gnet.EventLoop }
+
+func (l gnetLoop) later(f func()) error {
+	return l.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		f()
+		return nil
+	}))
+}
+
+func (l gnetLoop) closeConn(c *conn) { _ = l.Close(c.gc.(gnet.Conn)) }
+
+// cpuSeconds is the CPU time the process has used, user and system.
+func cpuSeconds() (user, sys float64) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds()
 }

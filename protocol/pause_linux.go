@@ -58,7 +58,8 @@ const (
 // to send) or, with on false, for writes only or nothing. Errors and
 // hang-ups are reported whatever is registered, so a client that goes away
 // is still closed.
-func setReading(epfd int, gc gnet.Conn, on bool) error {
+func setReading(epfd int, c connIO, on bool) error {
+	gc := c.(gnet.Conn) // only gnet's connections have an epoll descriptor
 	var ev uint32
 	if on {
 		ev = readEvents

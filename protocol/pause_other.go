@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !wasip1
 
 package protocol
 
@@ -8,4 +8,4 @@ import "github.com/panjf2000/gnet/v2"
 // pause_linux.go): their input is bounded by the inbound limit.
 func pollerFD(gnet.Conn) (int, bool) { return 0, false }
 
-func setReading(int, gnet.Conn, bool) error { return nil }
+func setReading(int, connIO, bool) error { return nil }

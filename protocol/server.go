@@ -22,8 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"github.com/prepkey/prepkey/commands"
 )
 
@@ -86,6 +84,10 @@ type Config struct {
 	// (see Wire); Handler.Batch remains for when that connection is down.
 	Wire   Wire
 	Logger *slog.Logger
+	// Portable serves each connection on a goroutine of its own instead
+	// of gnet's event loops (portable.go); it is the only transport on
+	// wasip1, where gnet does not build.
+	Portable bool
 }
 
 // Server accepts connections and serves them until Shutdown.
@@ -106,9 +108,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
-	loops    *gnet.Client // the event loops; gnet's client mode serves accepted conns
+	loops    loops // the event loops; gnet's client mode serves accepted conns
 	conns    map[*conn]struct{}
-	batchers map[gnet.EventLoop]*batcher
+	batchers map[connLoop]*batcher
 	open     sync.WaitGroup // one per connection until its loop closes it
 }
 
@@ -126,7 +128,7 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	}
 	connCmds := connCommandTable()
 	return &Server{cfg: cfg, handler: handler, backend: backend, started: time.Now(),
-		conns: make(map[*conn]struct{}), batchers: make(map[gnet.EventLoop]*batcher), connCmds: connCmds,
+		conns: make(map[*conn]struct{}), batchers: make(map[connLoop]*batcher), connCmds: connCmds,
 		stats: newStats(connCmds), runID: newRunID()}
 }
 
@@ -138,20 +140,14 @@ var ErrServerClosed = errors.New("protocol: server closed")
 // that any listener works (TCP or a unix socket, opened by the caller) and
 // so that max-clients and out-of-descriptors are handled here.
 func (s *Server) Serve(ln net.Listener) error {
-	loops, err := gnet.NewClient(loopEvents{s},
-		gnet.WithNumEventLoop(max(1, s.cfg.EventLoops)),
-		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-		gnet.WithLogger(gnetLogger{s.cfg.Logger}))
-	if err == nil {
-		err = loops.Start()
-	}
+	loops, err := s.startLoops()
 	if err != nil {
 		return fmt.Errorf("protocol: starting event loops: %w", err)
 	}
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		_ = loops.Stop()
+		_ = loops.stop()
 		return ErrServerClosed
 	}
 	s.ln, s.loops = ln, loops
@@ -181,7 +177,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-func (s *Server) accept(nc net.Conn, loops *gnet.Client) {
+func (s *Server) accept(nc net.Conn, loops loops) {
 	s.stats.received.Add(1)
 	if n := s.clients.Add(1); s.cfg.MaxClients > 0 && n > int64(s.cfg.MaxClients) {
 		s.clients.Add(-1)
@@ -204,19 +200,18 @@ func (s *Server) accept(nc net.Conn, loops *gnet.Client) {
 	s.conns[c] = struct{}{}
 	s.open.Add(1)
 	s.mu.Unlock()
-	// gnet takes over a duplicate of the socket and closes nc.
-	gc, err := loops.EnrollContext(nc, c)
+	h, err := loops.enroll(nc, c)
 	if err != nil {
 		s.cfg.Logger.Warn("accept: handing the connection to an event loop", "err", err)
 		s.forget(c)
 		return
 	}
 	s.mu.Lock()
-	c.handle = gc
+	c.handle = h
 	closing := s.closing.Load()
 	s.mu.Unlock()
 	if closing {
-		_ = gc.Wake(nil) // Shutdown may have passed it by
+		h.wake() // Shutdown may have passed it by
 	}
 }
 
@@ -231,7 +226,7 @@ func (s *Server) forget(c *conn) {
 
 // batcherFor is the batcher of loop, started on first use; nil when the
 // store does not batch, and PK runs go on goroutines of their own.
-func (s *Server) batcherFor(loop gnet.EventLoop) *batcher {
+func (s *Server) batcherFor(loop connLoop) *batcher {
 	if !s.handler.Batches() {
 		return nil
 	}
@@ -255,7 +250,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	for c := range s.conns {
 		if c.handle != nil {
-			_ = c.handle.Wake(nil) // closes it when it waits on no run
+			c.handle.wake() // closes it when it waits on no run
 		}
 	}
 	loops := s.loops
@@ -269,7 +264,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	if loops != nil {
-		_ = loops.Stop() // closes what is still open
+		_ = loops.stop() // closes what is still open
 	}
 	s.mu.Lock()
 	for _, b := range s.batchers {
@@ -288,7 +283,7 @@ func (s *Server) closeIdle() {
 	defer t.Stop()
 	type idle struct {
 		c *conn
-		h gnet.Conn
+		h connHandle
 	}
 	var list []idle
 	for range t.C {
@@ -305,13 +300,12 @@ func (s *Server) closeIdle() {
 		s.mu.Unlock()
 		for _, i := range list {
 			c := i.c
-			_ = i.h.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			_ = i.h.later(func() {
 				if !c.closed && !c.busy && time.Since(c.active) > s.cfg.IdleTimeout {
 					s.cfg.Logger.Debug("closing an idle client", "id", c.id, "timeout", s.cfg.IdleTimeout)
-					_ = c.loop.Close(c.gc)
+					c.loop.closeConn(c)
 				}
-				return nil
-			}))
+			})
 		}
 	}
 }

@@ -109,6 +109,7 @@ func serveServer(t *testing.T, cfg Config, h Handler) (string, *Server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	cfg.Portable = cfg.Portable || testPortable
 	srv := New(cfg, h, readyPinger{})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -264,7 +265,7 @@ func TestShutdownAnswersInFlight(t *testing.T) {
 		t.Run(fmt.Sprint("batches=", batches), func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
-			srv := New(Config{}, &echoHandler{batches: batches, delay: 300 * time.Millisecond}, readyPinger{})
+			srv := New(Config{Portable: testPortable}, &echoHandler{batches: batches, delay: 300 * time.Millisecond}, readyPinger{})
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"github.com/prepkey/prepkey/commands"
 )
 
@@ -174,17 +172,17 @@ type stats struct {
 	upstreamsUp atomic.Int64
 
 	mu        sync.Mutex
-	loops     map[gnet.EventLoop]*loopStats
+	loops     map[connLoop]*loopStats
 	otherErrs map[string]uint64 // error prefixes outside errorPrefixes
 }
 
 func newStats(connCmds map[string]connCmd) *stats {
-	return &stats{table: newStatTable(connCmds), loops: make(map[gnet.EventLoop]*loopStats), otherErrs: map[string]uint64{}}
+	return &stats{table: newStatTable(connCmds), loops: make(map[connLoop]*loopStats), otherErrs: map[string]uint64{}}
 }
 
 // forLoop returns loop's counters, made on first use. A nil loop (tests
 // that drive a conn by hand) gets counters of its own too.
-func (s *stats) forLoop(loop gnet.EventLoop) *loopStats {
+func (s *stats) forLoop(loop connLoop) *loopStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ls := s.loops[loop]

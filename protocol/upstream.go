@@ -1,3 +1,5 @@
+//go:build !wasip1
+
 package protocol
 
 import (
@@ -94,8 +96,8 @@ const maxUpstreamInput = 256 << 20
 
 var errNoRequest = errors.New("reply to no request")
 
-func newUpstream(s *Server, w Wire, loop gnet.EventLoop) *upstream {
-	u := &upstream{srv: s, wire: w, loop: loop, stop: make(chan struct{}),
+func newUpstream(s *Server, w Wire, loop connLoop) *upstream {
+	u := &upstream{srv: s, wire: w, loop: loop.(gnetLoop).EventLoop, stop: make(chan struct{}),
 		name: fmt.Sprintf("loop-%d", s.stats.upstreamSeq.Add(1))}
 	go u.dial()
 	go u.watch()

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/prepkey/prepkey/backend"
@@ -221,7 +220,7 @@ func upstreamsAre(t *testing.T, srv *Server, loops int, up bool) {
 		}
 		for _, b := range batchers {
 			ready := make(chan bool, 1)
-			_ = b.loop.Execute(context.Background(), gnetRun(func() { ready <- b.up.ready() }))
+			_ = b.loop.later(func() { ready <- b.up.ready() })
 			if <-ready != up {
 				return false
 			}
@@ -478,8 +477,4 @@ func TestWireShutdown(t *testing.T) {
 	require.NoError(t, <-shut)
 	_, err = a.rd.ReadByte()
 	require.ErrorIs(t, err, io.EOF)
-}
-
-func gnetRun(f func()) gnet.Runnable {
-	return gnet.RunnableFunc(func(context.Context) error { f(); return nil })
 }

@@ -8,12 +8,8 @@ import (
 	"strings"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/backend/disk"
 	"github.com/prepkey/prepkey/backend/memory"
-	"github.com/prepkey/prepkey/backend/mongo"
-	"github.com/prepkey/prepkey/backend/redis"
 	"github.com/prepkey/prepkey/commands"
-	"github.com/prepkey/prepkey/protocol"
 )
 
 // store is a backend as main holds it: the commands' Store plus Close.
@@ -23,7 +19,9 @@ type store interface {
 }
 
 // openBackend is the one place that reads a --backend URL's scheme and opens
-// that backend. It returns the backend's kind for INFO.
+// that backend. It returns the backend's kind for INFO. The backends that
+// do not run in the WebAssembly build are opened by openFile, openRedis and
+// openMongo (backends_native.go; wasip1.go refuses them).
 func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string, error) {
 	opts := backend.Options{Retention: c.retention}
 	scheme, rest, ok := strings.Cut(c.backendURL, ":")
@@ -41,7 +39,7 @@ func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string
 		if dir == "" {
 			return nil, "", fmt.Errorf("--backend file: needs a directory, e.g. file:./prepkey-data")
 		}
-		s, err := disk.Open(dir, opts)
+		s, err := openFile(dir, opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("--backend %s: %w", c.backendURL, err)
 		}
@@ -49,13 +47,13 @@ func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string
 	case "redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster":
 		// Open fails only on a malformed URL: a Redis that is down makes
 		// the sidecar start not-ready (INFO) and recover by itself.
-		s, err := redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout, Logger: log})
+		s, err := openRedis(ctx, c, opts, log)
 		if err != nil {
 			return nil, "", fmt.Errorf("--backend: %w", err)
 		}
 		return s, strings.ToLower(scheme), nil
 	case "mongodb", "mongodb+srv":
-		s, err := mongo.Open(ctx, c.backendURL, mongo.Config{Options: opts, Timeout: c.backendTimeout, Logger: log})
+		s, err := openMongo(ctx, c, opts, log)
 		if err != nil {
 			return nil, "", fmt.Errorf("--backend: %w", err)
 		}
@@ -63,15 +61,4 @@ func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string
 	default:
 		return nil, "", fmt.Errorf("--backend %q: unknown scheme %q (want memory, file, redis, rediss, redis+sentinel, redis+cluster, mongodb, mongodb+srv)", c.backendURL, scheme)
 	}
-}
-
-// wireOf is the backend's Wire, for the event loops to reach it over their
-// own connections, or nil.
-func wireOf(st store) protocol.Wire {
-	if rs, ok := st.(*redis.Store); ok {
-		if w := rs.Wire(); w != nil {
-			return w
-		}
-	}
-	return nil
 }

@@ -39,7 +39,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	var c config
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:6380", "`address` to serve RESP on: host:port, or unix:/path/to.sock")
+	fs.StringVar(&c.listen, "listen", defaultListen, "`address` to serve RESP on: host:port, unix:/path/to.sock, or an inherited listening socket: fd:N, fd:auto (systemd's LISTEN_FDS; on wasip1 the first preopened socket)")
 	fs.StringVar(&c.backendURL, "backend", "file:./prepkey-data", "`URL` of the store that keeps reservations: memory:, file:DIR, redis://…, rediss://…, redis+sentinel://…, redis+cluster://…, mongodb://…, mongodb+srv://…")
 	fs.StringVar(&c.requirePass, "requirepass", "", "`password` clients must give with AUTH (empty: no AUTH)")
 	fs.DurationVar(&c.retention, "expired-retention", 24*time.Hour, "how long an expired record is kept as evidence before it is deleted (0: at expiry)")

@@ -10,8 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,7 +56,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	// embedded store) then follow --log-format and --log-level.
 	slog.SetDefault(log)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signalContext()
 	defer stop()
 
 	st, kind, err := openBackend(ctx, cfg, log)
@@ -140,9 +140,13 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	return code
 }
 
-// listen opens host:port or unix:/path. A stale socket file left by a
+// listen opens host:port or unix:/path, or takes over an inherited socket
+// that already listens (fd:N, fd:auto). A stale socket file left by a
 // crashed sidecar is removed first; a live one makes listen fail.
 func listen(addr string) (net.Listener, error) {
+	if fd, ok := strings.CutPrefix(addr, "fd:"); ok {
+		return listenFD(fd)
+	}
 	path, ok := strings.CutPrefix(addr, "unix:")
 	if !ok {
 		return net.Listen("tcp", addr)
@@ -156,6 +160,67 @@ func listen(addr string) (net.Listener, error) {
 	}
 	return net.Listen("unix", path)
 }
+
+// listenFD serves on an inherited socket: fd:N names its descriptor;
+// fd:auto is the one a service manager passed (systemd's LISTEN_FDS, fd 3),
+// or on wasip1 the first socket the host preopened (inheritedSocket).
+func listenFD(which string) (net.Listener, error) {
+	fd, err := inheritedSocket()
+	if which != "auto" {
+		fd, err = strconv.Atoi(which)
+		if err != nil || fd < 0 {
+			return nil, fmt.Errorf("want fd:N with N a descriptor number, or fd:auto")
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Non-blocking, so that Accept waits in Go's poller: on wasip1 a
+	// blocking accept would stop the whole module (one thread) and every
+	// connection with it. On Linux, FileListener sets it anyway.
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		return nil, fmt.Errorf("descriptor %d: %w", fd, err)
+	}
+	f := os.NewFile(uintptr(fd), "fd:"+strconv.Itoa(fd))
+	if f == nil {
+		return nil, fmt.Errorf("descriptor %d is not open", fd)
+	}
+	// FileListener serves a duplicate; the inherited descriptor is closed.
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			err = errno // the reason, without Go's wrapping of the call
+		}
+		return nil, fmt.Errorf("descriptor %d is not a listening socket: %w", fd, err)
+	}
+	if err := checkListening(ln); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("descriptor %d is not a listening socket: %w", fd, err)
+	}
+	return fdListener{ln, fdAddr(f.Name())}, nil
+}
+
+// fdListener is an inherited listener. Its address is the socket's own where
+// the platform tells it, else the fd:N it was given (wasip1 tells none).
+type fdListener struct {
+	net.Listener
+	name fdAddr
+}
+
+func (l fdListener) Addr() net.Addr {
+	a := l.Listener.Addr()
+	if ta, ok := a.(*net.TCPAddr); a == nil || ok && ta.Port == 0 {
+		return l.name
+	}
+	return a
+}
+
+type fdAddr string
+
+func (fdAddr) Network() string  { return "fd" }
+func (a fdAddr) String() string { return string(a) }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
 	lvl, _ := cfg.level()

@@ -1,0 +1,87 @@
+//go:build !wasip1
+
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/backend/disk"
+	"github.com/prepkey/prepkey/backend/mongo"
+	"github.com/prepkey/prepkey/backend/redis"
+	"github.com/prepkey/prepkey/protocol"
+)
+
+// defaultListen is --listen's default: loopback only.
+const defaultListen = "127.0.0.1:6380"
+
+func openFile(dir string, opts backend.Options) (store, error) { return disk.Open(dir, opts) }
+
+func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (store, error) {
+	return redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout, Logger: log})
+}
+
+func openMongo(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (store, error) {
+	return mongo.Open(ctx, c.backendURL, mongo.Config{Options: opts, Timeout: c.backendTimeout, Logger: log})
+}
+
+// wireOf is the backend's Wire, for the event loops to reach it over their
+// own connections, or nil.
+func wireOf(st store) protocol.Wire {
+	if rs, ok := st.(*redis.Store); ok {
+		if w := rs.Wire(); w != nil {
+			return w
+		}
+	}
+	return nil
+}
+
+// inheritedSocket is fd:auto's descriptor: the first socket a service
+// manager passed, as systemd does (LISTEN_FDS, for this LISTEN_PID).
+func inheritedSocket() (int, error) {
+	n, _ := strconv.Atoi(os.Getenv("LISTEN_FDS"))
+	pid, _ := strconv.Atoi(os.Getenv("LISTEN_PID"))
+	if n < 1 || pid != os.Getpid() {
+		return 0, errors.New("fd:auto: no socket was passed (LISTEN_FDS and LISTEN_PID unset or for another process)")
+	}
+	return 3, nil // SD_LISTEN_FDS_START
+}
+
+// checkListening refuses a socket that does not listen (a connected one, or
+// one bound but not listening): Accept would fail on it only later.
+func checkListening(ln net.Listener) error {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var accepts int
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		accepts, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_ACCEPTCONN)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	if accepts == 0 {
+		return errors.New("it does not listen")
+	}
+	return nil
+}
+
+// signalContext ends at SIGTERM or SIGINT.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+}

@@ -1,0 +1,316 @@
+package protocol
+
+import (
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A connection is served by a transport: gnet's event loops (loop.go) or,
+// where gnet does not build (GOOS=wasip1: no epoll) or with
+// Config.Portable, the portable transport below, a goroutine per
+// connection over any net.Listener. Both drive the same conn: the same
+// framing guard, parsing, command handling and replies (conn.serve); a
+// transport only moves bytes and decides where conn's code runs.
+
+// connIO is what a conn needs of its socket: an input buffer it parses in
+// place, and writes.
+type connIO interface {
+	// Peek(-1) is all the input received and not discarded.
+	Peek(n int) ([]byte, error)
+	Discard(n int) (int, error)
+	Write(b []byte) (int, error)
+	InboundBuffered() int
+	OutboundBuffered() int
+	RemoteAddr() net.Addr
+}
+
+// connLoop is where a conn's code runs, one thing at a time.
+type connLoop interface {
+	// later runs f on the loop, after what runs there now.
+	later(f func()) error
+	// closeConn closes c; called on the loop.
+	closeConn(c *conn)
+}
+
+// connHandle is a connection as other goroutines reach it.
+type connHandle interface {
+	// wake has the loop look at the connection again, as if input had
+	// arrived (Shutdown).
+	wake()
+	// close closes the connection (CLIENT KILL).
+	close()
+	// later runs f on the connection's loop.
+	later(f func()) error
+}
+
+// loops is a transport as the Server drives it.
+type loops interface {
+	// enroll has the transport serve nc as c.
+	enroll(nc net.Conn, c *conn) (connHandle, error)
+	// stop closes every connection still open.
+	stop() error
+}
+
+// portableLoops serves each connection on a goroutine of its own that
+// reads and, under the connection's lock (its "loop"), runs conn's code,
+// and one that writes its replies, so that, as on gnet, conn's writes never
+// wait on the client and what it has not read is counted (OutboundBuffered)
+// and bounded by conn's limits.
+// There is no batcher: a store that batches gets each run of a connection
+// from a goroutine of its own (conn.offload), as one Handler.Batch.
+type portableLoops struct{ s *Server }
+
+func newPortableLoops(s *Server) loops { return portableLoops{s} }
+
+// portableRead is the size of one read. Bytes are copied into the
+// connection's input from it; a request larger than one read collects there.
+const portableRead = 16 << 10
+
+// portableKeep bounds the input buffer a connection keeps between requests.
+const portableKeep = 64 << 10
+
+func (l portableLoops) enroll(nc net.Conn, c *conn) (connHandle, error) {
+	p := &portableConn{nc: nc, c: c}
+	p.wcond.L, p.rcond.L = &p.wmu, &p.mu
+	c.gc, c.loop, c.active = p, p, time.Now()
+	// One set of counters for all (they are atomic): one a connection
+	// would grow with every connection ever served.
+	c.stats = l.s.stats.forLoop(nil)
+	// What CLIENT LIST shows of the socket, and the handle, are published
+	// before the connection is served, as gnet's OnOpen does.
+	c.addr, c.laddr, c.fd = p.RemoteAddr().String(), addrString(nc.LocalAddr()), -1
+	c.unix = nc.LocalAddr() != nil && nc.LocalAddr().Network() == "unix"
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { c.fd = int(fd) })
+		}
+	}
+	l.s.mu.Lock()
+	c.handle = p
+	l.s.mu.Unlock()
+	go p.write()
+	go p.read(l.s.closing.Load())
+	return p, nil
+}
+
+// stop closes the connections; their readers then stop.
+func (l portableLoops) stop() error {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	for c := range l.s.conns {
+		if p, ok := c.gc.(*portableConn); ok {
+			_ = p.nc.Close()
+		}
+	}
+	return nil
+}
+
+// portableConn is one connection of the portable transport: connIO and
+// connLoop for its conn.
+type portableConn struct {
+	nc net.Conn
+	c  *conn
+
+	mu     sync.Mutex // held while conn's code runs: the connection's loop
+	rcond  sync.Cond  // on mu: conn's code ran, the reader may go on
+	in     []byte     // received, not yet discarded
+	keep   []byte     // the start of in's buffer while it is small, reused
+	closed bool
+
+	wmu     sync.Mutex
+	wcond   sync.Cond // on wmu: out has bytes, or closing
+	out     []byte    // replies not yet handed to the socket
+	writing int       // bytes handed to the socket, not yet taken
+	closing bool      // no more replies: write out, then close
+}
+
+// closeWait bounds how long the replies written before a close (a protocol
+// error's, those of a shutdown) may wait for the client to take them.
+const closeWait = time.Second
+
+// read reads until the connection closes, handing each read to conn as
+// gnet's OnTraffic does.
+func (p *portableConn) read(closing bool) {
+	if closing {
+		p.mu.Lock()
+		p.closeLocked()
+		p.mu.Unlock()
+		return
+	}
+	buf := make([]byte, portableRead)
+	for {
+		p.mu.Lock()
+		for !p.closed && p.holding() {
+			p.rcond.Wait()
+		}
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
+			return
+		}
+		n, err := p.nc.Read(buf)
+		p.mu.Lock()
+		if n > 0 && !p.closed {
+			p.in = append(p.in, buf[:n]...)
+			if len(p.in) == n && cap(p.in) <= portableKeep {
+				p.keep = p.in[:0]
+			}
+			if p.c.traffic() {
+				p.closeLocked()
+			}
+		}
+		if err != nil {
+			p.closeLocked()
+		}
+		p.mu.Unlock()
+	}
+}
+
+// holding reports whether the connection is not to be read now: it has
+// pauseAt of input waiting behind commands being answered (conn.flow, which
+// on gnet's loops stops epoll from reading it). So a deep pipeline waits in
+// the client's socket, not in the sidecar.
+func (p *portableConn) holding() bool {
+	c := p.c
+	return (c.busy || c.parked || c.yielded) && len(p.in) >= pauseAt
+}
+
+// closeLocked closes the connection once, and forgets it, as gnet's
+// OnClose does.
+func (p *portableConn) closeLocked() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.rcond.Broadcast()
+	p.c.closed = true
+	p.c.srv.forget(p.c)
+	// The writer writes out what is left, then closes the socket, which
+	// stops the reader.
+	_ = p.nc.SetWriteDeadline(time.Now().Add(closeWait))
+	p.wmu.Lock()
+	p.closing = true
+	p.wmu.Unlock()
+	p.wcond.Signal()
+}
+
+// write writes the replies as conn hands them over, until the connection
+// closes, then closes the socket.
+func (p *portableConn) write() {
+	var buf []byte
+	for {
+		p.wmu.Lock()
+		for len(p.out) == 0 && !p.closing {
+			p.wcond.Wait()
+		}
+		if len(p.out) == 0 {
+			p.wmu.Unlock()
+			break
+		}
+		buf, p.out = p.out, buf[:0]
+		p.writing = len(buf)
+		p.wmu.Unlock()
+		_, err := p.nc.Write(buf)
+		p.wmu.Lock()
+		p.writing = 0
+		p.wmu.Unlock()
+		if err != nil {
+			break
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // do not pin a burst's buffer
+		}
+	}
+	// The FIN goes out first: wazero (1.12) does not close a socket when
+	// the module closes it, but leaves it to the host's garbage collector,
+	// seconds later; a client waiting for the close would wait as long.
+	if cw, ok := p.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = p.nc.Close()
+}
+
+func (p *portableConn) wake() {
+	go func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.closed && p.c.traffic() {
+			p.closeLocked()
+		}
+		p.rcond.Broadcast()
+	}()
+}
+
+func (p *portableConn) close() {
+	_ = p.later(p.closeLocked)
+}
+
+func (p *portableConn) later(f func()) error {
+	go func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		f()
+		p.rcond.Broadcast()
+	}()
+	return nil
+}
+
+func (p *portableConn) closeConn(*conn) { p.closeLocked() }
+
+func (p *portableConn) Peek(n int) ([]byte, error) {
+	if n < 0 || n > len(p.in) {
+		return p.in, nil
+	}
+	return p.in[:n], nil
+}
+
+func (p *portableConn) Discard(n int) (int, error) {
+	n = min(n, len(p.in))
+	p.in = p.in[n:]
+	if len(p.in) == 0 {
+		// conn keeps no slice of what it discarded: the buffer is reused,
+		// unless it grew for a large request.
+		p.in = p.keep
+	}
+	return n, nil
+}
+
+// Write hands b to the writer. A failed write closes the socket; the reader
+// then closes the connection.
+func (p *portableConn) Write(b []byte) (int, error) {
+	p.wmu.Lock()
+	p.out = append(p.out, b...)
+	p.wmu.Unlock()
+	p.wcond.Signal()
+	return len(b), nil
+}
+
+func (p *portableConn) InboundBuffered() int { return len(p.in) }
+
+func (p *portableConn) OutboundBuffered() int {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return len(p.out) + p.writing
+}
+
+func (p *portableConn) RemoteAddr() net.Addr {
+	if a := p.nc.RemoteAddr(); a != nil {
+		return a
+	}
+	return unknownAddr{} // a socket inherited on wasip1 has no address
+}
+
+// unknownAddr stands for an address the platform does not tell.
+type unknownAddr struct{}
+
+func (unknownAddr) Network() string { return "unknown" }
+func (unknownAddr) String() string  { return "?" }
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}

@@ -1,0 +1,140 @@
+// Command wasmhost runs prepkey's WebAssembly build (prepkey.wasm, `make
+// wasm`) in-process with wazero: no cgo, no container, no other service. It
+// is also the example of embedding prepkey as a plugin in a Go program: run
+// is all it takes (docs/wasm.md).
+//
+//	wasmhost [-wasm prepkey.wasm] [-listen 127.0.0.1:6380] [-dir DIR] [-cache DIR] [--] [prepkey flags...]
+//
+// The host opens the listening socket and preopens it for the module, which
+// serves on it (prepkey's default --listen on wasip1, fd:auto); the flags
+// after the host's own are prepkey's (e.g. --backend memory: --requirepass
+// pw), and PK_* variables of the host's environment are passed on. It exits
+// with the module's exit code.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sock"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// options are what the host is told; args are prepkey's own flags.
+type options struct {
+	wasm   string
+	listen string
+	dir    string // preopened as /data when set
+	cache  string // wazero's compilation cache; "" for none
+	args   []string
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("wasmhost", flag.ExitOnError)
+	fs.StringVar(&o.wasm, "wasm", "prepkey.wasm", "the module to run")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:6380", "host:port the host listens on and preopens for the module")
+	fs.StringVar(&o.dir, "dir", "", "a host directory to preopen for the module as /data")
+	fs.StringVar(&o.cache, "cache", defaultCache(), "directory of wazero's compilation cache (\"\": compile at every start)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: wasmhost [flags] [--] [prepkey flags...]\n\nRuns prepkey.wasm under wazero.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(os.Args[1:])
+	o.args = fs.Args()
+
+	// WASI has no signals: the module is closed when one arrives.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	code, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wasmhost: %v\n", err)
+	}
+	os.Exit(code)
+}
+
+// run instantiates the module with its socket, directory and arguments and
+// returns its exit code once it exits or ctx ends (then 0).
+func run(ctx context.Context, o options) (int, error) {
+	bin, err := os.ReadFile(o.wasm)
+	if err != nil {
+		return 2, err
+	}
+	host, portStr, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return 2, fmt.Errorf("-listen %q: %w", o.listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return 2, fmt.Errorf("-listen %q: bad port", o.listen)
+	}
+
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	if o.cache != "" {
+		// Compiling the module to machine code takes seconds; the cache
+		// makes later starts take milliseconds.
+		cache, err := wazero.NewCompilationCacheWithDir(o.cache)
+		if err != nil {
+			return 2, err
+		}
+		defer cache.Close(ctx)
+		rc = rc.WithCompilationCache(cache)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	defer r.Close(context.Background())
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	compiled, err := r.CompileModule(ctx, bin)
+	if err != nil {
+		return 2, err
+	}
+
+	mc := wazero.NewModuleConfig().
+		WithArgs(append([]string{"prepkey"}, o.args...)...).
+		WithStdout(os.Stdout).WithStderr(os.Stderr).
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithRandSource(rand.Reader)
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PK_") {
+			mc = mc.WithEnv(k, v)
+		}
+	}
+	if o.dir != "" {
+		mc = mc.WithFSConfig(wazero.NewFSConfig().WithDirMount(o.dir, "/data"))
+	}
+	// The socket is opened when the module is instantiated, and preopened
+	// after the directories.
+	ctx = sock.WithConfig(ctx, sock.NewConfig().WithTCPListener(host, port))
+
+	_, err = r.InstantiateModule(ctx, compiled, mc)
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &exit) && ctx.Err() != nil:
+		return 0, nil // closed on a signal
+	case errors.As(err, &exit):
+		return int(exit.ExitCode()), nil
+	default:
+		return 1, err
+	}
+}
+
+func defaultCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "prepkey-wasmhost")
+}
