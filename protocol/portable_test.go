@@ -26,6 +26,7 @@ func TestPortable(t *testing.T) {
 		{"TransactionBounds", TestTransactionBounds},
 		{"TransactionPipelineOrder", TestTransactionPipelineOrder},
 		{"TransactionRESP3", TestTransactionRESP3},
+		{"ClientListRace", TestClientListRace},
 	} {
 		t.Run(tc.name, tc.test)
 	}

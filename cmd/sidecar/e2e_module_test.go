@@ -39,7 +39,11 @@ func (w *wasmRun) start(t testing.TB, args []string) *sidecar {
 // the end-to-end tests that apply to it through the host's socket: every PK
 // command in RESP2 and RESP3 (go-redis), TTLs, binary safety, limits, exact
 // wire bytes, INFO, AUTH, hostile input (the framing guard), pipelines of
-// 1,000 commands, a race of 64 connections, and redis-cli.
+// 1,000 commands, a race of 64 connections, redis-cli, transactions, the
+// input bounds and the idle timeout. Not run here: TestConnectionCommands
+// (WASI preview 1 tells no socket addresses: CLIENT LIST shows addr=:0) and
+// TestPreAuthMemory (it reads the process's RSS: the host's, with wazero's
+// compiler and the module's memory, which never shrinks).
 func TestWasm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the WebAssembly module and its host")
