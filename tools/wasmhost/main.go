@@ -38,7 +38,10 @@ type options struct {
 	listen string
 	dir    string // preopened as /data when set
 	cache  string // wazero's compilation cache; "" for none
-	args   []string
+	// compileOnly compiles the module into the cache and exits: a host
+	// image or a test warms the cache once.
+	compileOnly bool
+	args        []string
 }
 
 func main() {
@@ -48,6 +51,7 @@ func main() {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:6380", "host:port the host listens on and preopens for the module")
 	fs.StringVar(&o.dir, "dir", "", "a host directory to preopen for the module as /data")
 	fs.StringVar(&o.cache, "cache", defaultCache(), "directory of wazero's compilation cache (\"\": compile at every start)")
+	fs.BoolVar(&o.compileOnly, "compile", false, "compile the module into the cache and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: wasmhost [flags] [--] [prepkey flags...]\n\nRuns prepkey.wasm under wazero.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -96,8 +100,8 @@ func run(ctx context.Context, o options) (int, error) {
 	defer r.Close(context.Background())
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	compiled, err := r.CompileModule(ctx, bin)
-	if err != nil {
-		return 2, err
+	if err != nil || o.compileOnly {
+		return 2 * btoi(err != nil), err
 	}
 
 	mc := wazero.NewModuleConfig().
@@ -129,6 +133,13 @@ func run(ctx context.Context, o options) (int, error) {
 	default:
 		return 1, err
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func defaultCache() string {
