@@ -41,6 +41,7 @@ const (
 	linReprepare
 	linMove
 	linMPrepare
+	linExec // MULTI … EXEC: Block runs as one atomic step
 )
 
 // linTTL is the TTL option of a write: forever (0), an absolute time, or
@@ -58,6 +59,7 @@ type linIn struct {
 	OldKey int    // move
 	Keys   []int  // MPREPARE: the keys, with Values
 	Values []string
+	Block  []linIn // EXEC: the queued commands, in order
 }
 
 // linOut is its reply.
@@ -70,6 +72,7 @@ type linOut struct {
 	Value    string
 	TTL      int64 // GETVALUE: -1 forever
 	Err      string
+	Block    []linOut // EXEC: each queued command's reply
 }
 
 type linRec struct {
@@ -141,6 +144,12 @@ func linStep(st linState, in linIn) (linState, linOut) {
 		st[in.OldKey] = linRec{}
 		st[in.Key] = linRec{set: true, val: in.Value, ttl: in.TTL}
 		return st, linOut{Int: 1}
+	case linExec:
+		out := linOut{Block: make([]linOut, len(in.Block))}
+		for i, sub := range in.Block {
+			st, out.Block[i] = linStep(st, sub)
+		}
+		return st, out
 	case linMPrepare:
 		for _, k := range in.Keys {
 			if st[k].set {
@@ -156,7 +165,16 @@ func linStep(st linState, in linIn) (linState, linOut) {
 }
 
 func (o linOut) equal(p linOut) bool {
-	return o.Int == p.Int && o.Mismatch == p.Mismatch && o.Nil == p.Nil && o.Value == p.Value && o.TTL == p.TTL && o.Err == p.Err
+	if o.Int != p.Int || o.Mismatch != p.Mismatch || o.Nil != p.Nil || o.Value != p.Value || o.TTL != p.TTL ||
+		o.Err != p.Err || o.Unknown != p.Unknown || len(o.Block) != len(p.Block) || (o.Block == nil) != (p.Block == nil) {
+		return false
+	}
+	for i := range o.Block {
+		if !o.Block[i].equal(p.Block[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // linModel is the PK commands as a porcupine model. partition splits a
@@ -200,6 +218,9 @@ func linModel(keys []string, partition bool) porcupine.Model {
 		nm.Partition = func(h []porcupine.Operation) [][]porcupine.Operation {
 			byKey := map[int][]porcupine.Operation{}
 			for _, op := range h {
+				if in := op.Input.(linIn); in.Kind == linExec || in.Kind == linMove || in.Kind == linMPrepare {
+					panic("a history with commands on several keys cannot be partitioned by key")
+				}
 				k := op.Input.(linIn).Key
 				byKey[k] = append(byKey[k], op)
 			}
@@ -252,6 +273,18 @@ func describeLin(keys []string, in linIn, out linOut) string {
 	case linMove:
 		fmt.Fprintf(&b, "REPREPARE %s %s FROM %s IFEQ %s", keys[in.Key], in.Value, keys[in.OldKey], in.Cond)
 		ttl()
+	case linExec:
+		b.WriteString("MULTI")
+		for i, sub := range in.Block {
+			var o linOut
+			if i < len(out.Block) {
+				o = out.Block[i]
+			} else {
+				o = linOut{Any: true}
+			}
+			b.WriteString("; " + describeLin(keys, sub, o))
+		}
+		b.WriteString("; EXEC")
 	case linMPrepare:
 		fmt.Fprintf(&b, "MPREPARE")
 		for i, k := range in.Keys {
@@ -275,6 +308,8 @@ func describeLin(keys []string, in linIn, out linOut) string {
 		fmt.Fprintf(&b, "[%s %d]", out.Value, out.TTL)
 	case in.Kind == linGet:
 		b.WriteString(out.Value)
+	case in.Kind == linExec:
+		b.WriteString("(the replies above)")
 	default:
 		fmt.Fprintf(&b, ":%d", out.Int)
 	}
@@ -320,7 +355,7 @@ func splitMoves(h []porcupine.Operation) []porcupine.Operation {
 			step(release, res)
 			step(undo, res)
 		case res.Err != "":
-			out = append(out, op) // judged as the error it is: never legal
+			step(reserve, res) // judged as the error it is: never legal
 		case res.Int == 1:
 			step(reserve, linOut{Int: 1})
 			step(release, linOut{Int: 1})

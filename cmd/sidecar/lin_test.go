@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,6 +37,7 @@ import (
 type linConfig struct {
 	clients, keys, ops int
 	moves              bool    // key changes in the mix
+	blocks             bool    // MULTI … EXEC blocks in the mix (atomic backends)
 	composed           bool    // key changes are composed (split for the check)
 	cut                float64 // share of commands whose connection the client cuts before the reply
 	// owners, when set, is how many clients change existing records: key k
@@ -89,6 +91,29 @@ type linHarness struct {
 	healthy chan struct{} // closed while no fault is under way
 	faults  map[int64]linFault
 	outDir  string // where a failed check writes; empty: linOutputDir
+	// horizons are times (since t0) after which no command called before
+	// them can take effect: the process that could run it is dead (a
+	// killed sidecar with an embedded store).
+	horizons []int64
+}
+
+// horizon records that no command called so far can take effect from now
+// on: call it once the process that runs commands is dead.
+func (h *linHarness) horizon() {
+	h.mu.Lock()
+	h.horizons = append(h.horizons, time.Since(h.t0).Nanoseconds())
+	h.mu.Unlock()
+}
+
+// writes reports whether in may change a record.
+func (in linIn) writes() bool {
+	switch in.Kind {
+	case linGet, linGetValue:
+		return false
+	case linExec:
+		return slices.ContainsFunc(in.Block, linIn.writes)
+	}
+	return true
 }
 
 // linFault is injected by the client that draws op index at.
@@ -168,14 +193,25 @@ func (h *linHarness) verdict() (porcupine.CheckResult, string) {
 	t := h.t
 	t.Helper()
 	end := time.Since(h.t0).Nanoseconds() + 1
-	history := make([]porcupine.Operation, len(h.ops))
+	history := make([]porcupine.Operation, 0, len(h.ops))
 	unknown := 0
-	for i, op := range h.ops {
+	for _, op := range h.ops {
 		if op.Output.(linOut).Unknown {
-			op.Return = end // it may take effect at any point up to the end
 			unknown++
+			if !op.Input.(linIn).writes() {
+				continue // a read whose reply is unknown constrains nothing
+			}
+			// it may take effect at any point up to the end, or up to the
+			// first horizon after its call
+			op.Return = end
+			for _, hz := range h.horizons {
+				if hz >= op.Call {
+					op.Return = hz
+					break
+				}
+			}
 		}
-		history[i] = op
+		history = append(history, op)
 	}
 	partition := h.cfg.composed || !h.cfg.moves
 	if h.cfg.composed {
@@ -218,7 +254,49 @@ func (h *linHarness) verdict() (porcupine.CheckResult, string) {
 	if err := os.WriteFile(filepath.Join(dir, "history.txt"), []byte(txt.String()), 0o644); err != nil {
 		t.Errorf("writing the history: %v", err)
 	}
+	// and as JSON, for PK_LIN_RECHECK (TestLinearizableRecheck)
+	saved := linSaved{Keys: h.keys, Partition: partition}
+	for _, op := range history {
+		saved.Ops = append(saved.Ops, linSavedOp{op.ClientId, op.Call, op.Return, op.Input.(linIn), op.Output.(linOut)})
+	}
+	if b, err := json.Marshal(saved); err != nil || os.WriteFile(filepath.Join(dir, "history.json"), b, 0o644) != nil {
+		t.Errorf("writing history.json: %v", err)
+	}
 	return res, path
+}
+
+// linSaved is a checked history as history.json keeps it.
+type linSaved struct {
+	Keys      []string
+	Partition bool
+	Ops       []linSavedOp
+}
+
+type linSavedOp struct {
+	Client       int
+	Call, Return int64
+	In           linIn
+	Out          linOut
+}
+
+// TestLinearizableRecheck checks a history.json written by a failed check
+// again, with a longer time limit: PK_LIN_RECHECK=path/history.json.
+func TestLinearizableRecheck(t *testing.T) {
+	path := os.Getenv("PK_LIN_RECHECK")
+	if path == "" {
+		t.Skip("PK_LIN_RECHECK is unset")
+	}
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var saved linSaved
+	require.NoError(t, json.Unmarshal(b, &saved))
+	var history []porcupine.Operation
+	for _, op := range saved.Ops {
+		history = append(history, porcupine.Operation{ClientId: op.Client, Call: op.Call, Return: op.Return, Input: op.In, Output: op.Out})
+	}
+	began := time.Now()
+	res := porcupine.CheckOperationsTimeout(linModel(saved.Keys, saved.Partition), history, 30*time.Minute)
+	t.Logf("%s in %v", res, time.Since(began))
 }
 
 // linOutputDir is the test's output directory: go test -artifacts keeps it
@@ -294,6 +372,10 @@ func (h *linHarness) client(c int, rng *rand.Rand) {
 // learn keeps what a client knows of each key's value, for IFEQ.
 func learn(known map[int]string, in linIn, out linOut) {
 	switch {
+	case in.Kind == linExec && len(out.Block) == len(in.Block):
+		for i, sub := range in.Block {
+			learn(known, sub, out.Block[i])
+		}
 	case out.Unknown || out.Err != "":
 	case (in.Kind == linGet || in.Kind == linGetValue) && !out.Nil:
 		known[in.Key] = out.Value
@@ -349,6 +431,23 @@ func farTTL(rng *rand.Rand) int64 {
 // pick draws a command: a mix of writes that conflict (a few keys, values
 // clients have seen) and reads that observe them.
 func (h *linHarness) pick(c int, rng *rand.Rand, known map[int]string) (linIn, []string) {
+	if h.cfg.blocks && rng.IntN(10) == 0 {
+		// MULTI, 2 to 4 commands, EXEC: sent as one pipeline
+		in := linIn{Kind: linExec}
+		args := []string{"MULTI"}
+		for range 2 + rng.IntN(3) {
+			sub, subArgs := h.pickOne(c, rng, known)
+			in.Block = append(in.Block, sub)
+			args = append(args, "\x00")
+			args = append(args, subArgs...)
+		}
+		return in, append(args, "\x00", "EXEC")
+	}
+	return h.pickOne(c, rng, known)
+}
+
+// pickOne draws one PK command.
+func (h *linHarness) pickOne(c int, rng *rand.Rand, known map[int]string) (linIn, []string) {
 	key := rng.IntN(len(h.keys))
 	r := rng.IntN(100)
 	if !h.cfg.moves && r >= 90 {
@@ -432,7 +531,7 @@ type linConn struct {
 // unknown. With cut the client closes the connection right after sending.
 func (c *linConn) do(args []string, in linIn, timeout time.Duration, cut bool) (out linOut, ok bool) {
 	_ = c.nc.SetDeadline(time.Now().Add(timeout))
-	if _, err := io.WriteString(c.nc, resp(args...)); err != nil {
+	if _, err := io.WriteString(c.nc, respMany(args)); err != nil {
 		return linOut{Unknown: true}, false
 	}
 	if cut {
@@ -448,10 +547,71 @@ func (c *linConn) do(args []string, in linIn, timeout time.Duration, cut bool) (
 	return out, true
 }
 
+// respMany encodes args as RESP requests: one, or several separated by
+// "\x00" (a MULTI block, sent as one pipeline).
+func respMany(args []string) string {
+	var b strings.Builder
+	from := 0
+	for i, a := range args {
+		if a == "\x00" {
+			b.WriteString(resp(args[from:i]...))
+			from = i + 1
+		}
+	}
+	b.WriteString(resp(args[from:]...))
+	return b.String()
+}
+
 var errProtocol = errors.New("unexpected reply")
 
-// readLinReply reads one RESP2 reply as the model's output.
+// readLinReply reads the reply to in as the model's output; for a block,
+// MULTI's +OK, a +QUEUED per command, then EXEC's array (or its error).
 func readLinReply(rd *bufio.Reader, in linIn) (linOut, error) {
+	if in.Kind != linExec {
+		return readOneReply(rd, in)
+	}
+	var queueErr string
+	for i := range 1 + len(in.Block) {
+		line, err := readLine(rd)
+		if err != nil {
+			return linOut{}, err
+		}
+		switch {
+		case i == 0 && line == "+OK", i > 0 && line == "+QUEUED":
+		case strings.HasPrefix(line, "-"):
+			queueErr = line[1:]
+		default:
+			return linOut{}, fmt.Errorf("%w: %q", errProtocol, line)
+		}
+	}
+	line, err := readLine(rd)
+	if err != nil {
+		return linOut{}, err
+	}
+	switch {
+	case strings.HasPrefix(line, "-UNAVAILABLE"):
+		return linOut{Unknown: true}, nil
+	case strings.HasPrefix(line, "-"):
+		return linOut{Err: line[1:]}, nil
+	case queueErr != "":
+		return linOut{}, fmt.Errorf("%w: EXEC answered %q after %q", errProtocol, line, queueErr)
+	case line != "*"+strconv.Itoa(len(in.Block)):
+		return linOut{}, fmt.Errorf("%w: %q", errProtocol, line)
+	}
+	out := linOut{Block: make([]linOut, len(in.Block))}
+	for i, sub := range in.Block {
+		if out.Block[i], err = readOneReply(rd, sub); err != nil {
+			return linOut{}, err
+		}
+		if out.Block[i].Unknown { // one -UNAVAILABLE inside: not what EXEC answers
+			return linOut{}, fmt.Errorf("%w: -UNAVAILABLE inside EXEC's array", errProtocol)
+		}
+	}
+	return out, nil
+}
+
+// readOneReply reads one RESP2 reply as the model's output.
+func readOneReply(rd *bufio.Reader, in linIn) (linOut, error) {
 	line, err := readLine(rd)
 	if err != nil {
 		return linOut{}, err
