@@ -333,18 +333,45 @@ func describeLin(keys []string, in linIn, out linOut) string {
 //
 // What it cannot hold: the order of the steps within the command (each key
 // is judged on its own).
+//
+// PK.MPREPARE is split the same way: :1 is a PREPARE of each key that
+// answered :1; :0 is, for each key, a PREPARE whose answer is not known
+// (it may have found the key taken, reserved it, or not run) and an undo
+// (ROLLBACK IFEQ its value, answer not known); unknown is each of those
+// unknown. That :0 had at least one key taken is not held.
 func splitMoves(h []porcupine.Operation) []porcupine.Operation {
 	var out []porcupine.Operation
 	for _, op := range h {
 		in, res := op.Input.(linIn), op.Output.(linOut)
-		if in.Kind != linMove {
-			out = append(out, op)
-			continue
-		}
 		step := func(in linIn, res linOut) {
 			o := op
 			o.Input, o.Output = in, res
 			out = append(out, o)
+		}
+		if in.Kind == linMPrepare {
+			// one key after the other, each undone (while it holds this
+			// command's value) when a later one was taken
+			for i, k := range in.Keys {
+				reserve := linIn{Kind: linPrepare, Key: k, Value: in.Values[i], TTL: in.TTL}
+				undo := linIn{Kind: linRollback, Key: k, Cond: in.Values[i], Cond2: true}
+				switch {
+				case res.Unknown:
+					step(reserve, res)
+					step(undo, res)
+				case res.Err != "":
+					step(reserve, res)
+				case res.Int == 1:
+					step(reserve, linOut{Int: 1})
+				default: // :0: tried or not, taken or reserved and undone
+					step(reserve, linOut{Any: true})
+					step(undo, linOut{Any: true})
+				}
+			}
+			continue
+		}
+		if in.Kind != linMove {
+			out = append(out, op)
+			continue
 		}
 		reserve := linIn{Kind: linPrepare, Key: in.Key, Value: in.Value, TTL: in.TTL}
 		release := linIn{Kind: linRollback, Key: in.OldKey, Cond: in.Cond, Cond2: true}

@@ -381,6 +381,10 @@ func learn(known map[int]string, in linIn, out linOut) {
 		known[in.Key] = out.Value
 	case (in.Kind == linPrepare || in.Kind == linReprepare || in.Kind == linMove) && out.Int == 1:
 		known[in.Key] = in.Value
+	case in.Kind == linMPrepare && out.Int == 1:
+		for i, k := range in.Keys {
+			known[k] = in.Values[i]
+		}
 	}
 }
 
@@ -484,6 +488,19 @@ func (h *linHarness) pickOne(c int, rng *rand.Rand, known map[int]string) (linIn
 		return args
 	}
 	switch {
+	case r < 5 && h.cfg.owners == 0:
+		// MPREPARE of 2 or 3 keys (its undo on a taken key would change a
+		// record of another owner: not with owners)
+		in := linIn{Kind: linMPrepare}
+		args := []string{"PK.MPREPARE", ""}
+		for _, k := range rng.Perm(len(h.keys))[:2+rng.IntN(min(2, len(h.keys)-1))] {
+			v := fmt.Sprintf("v%d", h.values.Add(1))
+			in.Keys, in.Values = append(in.Keys, k), append(in.Values, v)
+			args = append(args, h.ns, h.keys[k], v)
+		}
+		args[1] = strconv.Itoa(len(in.Keys))
+		in.Key = in.Keys[0]
+		return in, ttl(&in, args, false)
 	case r < 30:
 		in := linIn{Kind: linPrepare, Key: key, Value: value}
 		return in, ttl(&in, []string{"PK.PREPARE", h.ns, h.keys[key], value}, false)
