@@ -1,5 +1,5 @@
 # prepkey: the usual entry points. `make test` is what CI runs.
-.PHONY: build run test test-long test-race bench fuzz vet fmt clean wasm wasm-run
+.PHONY: build run test test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run
 
 build:
 	go build -o bin/sidecar ./cmd/sidecar
@@ -22,12 +22,25 @@ wasm-run: wasm
 	go build -C tools/wasmhost -o ../../bin/wasmhost .
 	bin/wasmhost -wasm prepkey.wasm -listen $(LISTEN) -- $(ARGS)
 
-# Starts the Redis and FerretDB servers the tests need, then runs every test;
-# then the checks of the Kubernetes manifests, the Dockerfile and
-# docker-compose.yml (a module of their own: k8s.io/api is heavy).
-test:
+# Installs what the tests need when it is missing (scripts/deps.sh), starts
+# the Redis and FerretDB servers they need and runs every Go test; then the
+# checks of the Kubernetes manifests, the Dockerfile and docker-compose.yml
+# (a module of their own: k8s.io/api is heavy); then the client suite in
+# other languages (clients/).
+test: deps
 	scripts/test.sh
 	cd tools/k8svalidate && go vet ./... && go test -count=1 ./...
+	clients/run.sh
+
+# The examples in clients/ (Python, Node, Ruby, PHP, Go) against a fresh
+# sidecar.
+test-clients: deps
+	clients/run.sh
+
+# Debian's packages (as root, with apt-get) and clients/node's modules (npm
+# ci); otherwise one line naming what to install.
+deps:
+	scripts/deps.sh
 
 # The linearizability checks (docs/linearizability.md) with longer
 # histories and more of them than `make test` runs; PK_LIN_SEED=n replays.
