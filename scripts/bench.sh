@@ -8,11 +8,15 @@
 #             plus CPU time per request of the sidecar and of redis-server
 #   mongodb:  sidecar PK.PREPARE on FerretDB (a figure only; small -n), when PK_TEST_MONGO_URI is set
 #
+#   scripts/bench.sh multi: PK.MPREPARE of 2 keys against 2 PK.PREPAREs pipelined (one
+#             sign-up either way), and a full PK.SCAN of 100k records (time, sidecar RSS),
+#             on memory:, file: and redis://
+#
 #   scripts/bench.sh wait: the cost of ?wait=1 (docs/redis.md, Replication):
 #             sidecar redis://master PK.PREPARE  vs  the same with ?wait=1, against a master with
 #             one replica, plus EVALSHA sent directly to that master
 #
-# Usage: scripts/bench.sh [wait]   (N=200000 CLIENTS=50 PIPELINES="1 16" ROUNDS=3 to change)
+# Usage: scripts/bench.sh [wait|multi]   (N=200000 CLIENTS=50 PIPELINES="1 16" ROUNDS=3 to change)
 # Needs redis-server, redis-cli and redis-benchmark (apt-get install redis-server redis-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +82,7 @@ if [ "${1:-}" = wait ]; then
 	done
 	sidecar nowait "redis://127.0.0.1:$master_port"
 	sidecar wait1 "redis://127.0.0.1:$master_port?wait=1"
-	sha=$(redis-cli -p "$master_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/prepare.lua)")
+	sha=$(redis-cli -p "$master_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/ops.lua backend/redis/lua/prepare.lua)")
 	declare -A got
 	add() { got[$1]="${got[$1]:-} $2"; }
 	median() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : 0)}'; }
@@ -103,14 +107,64 @@ if [ "${1:-}" = wait ]; then
 	exit 0
 fi
 
+if [ "${1:-}" = multi ]; then
+	ROUNDS=${ROUNDS:-3}
+	SCAN_RECORDS=${SCAN_RECORDS:-100000}
+	redis plain --appendonly no
+	sidecar mem memory:
+	sidecar file "file:$work/data"
+	sidecar viaredis "redis://127.0.0.1:$plain_port"
+	declare -A got
+	add() { got[$1]="${got[$1]:-} $2"; }
+	median() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : 0)}'; }
+	spread() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+	half() { awk -v a="$1" 'BEGIN {print int(a/2)}'; }
+	echo "# prepkey bench multi: redis-benchmark -c $CLIENTS -n $N -r $RANGE, median of $ROUNDS rounds, $(nproc) cores, redis $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
+	echo
+	# Scans first, on fresh sidecars and an empty Redis: the RSS is the
+	# scan's, and a Redis SCAN walks only these records.
+	echo "## full PK.SCAN of $SCAN_RECORDS records (one connection, cursor after cursor)"
+	for b in mem file viaredis; do
+		port_var="${b}_port"; pid_var="${b}_pid"; port=${!port_var}; pid=${!pid_var}
+		seq 0 $((SCAN_RECORDS - 1)) | awk '{printf "*4\r\n$10\r\nPK.PREPARE\r\n$4\r\nscan\r\n$%d\r\nkey:%d\r\n$5\r\nvalue\r\n", length("key:" $1), $1}' |
+			redis-cli -p "$port" --pipe >/dev/null
+		for count in 10 1000; do
+			rss0=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+			( peak=0; while kill -0 "$pid" 2>/dev/null && [ ! -e "$work/scan.done" ]; do
+				v=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status"); [ "$v" -gt "$peak" ] && peak=$v; echo "$peak" >"$work/scan.peak"; sleep 0.02
+			done ) &
+			sampler=$!
+			out=$(python3 scripts/scanall.py "$port" scan "$count")
+			touch "$work/scan.done"; wait "$sampler"; rm -f "$work/scan.done"
+			printf '%-10s COUNT %-5s %s; sidecar RSS %d MiB before, peak %d MiB\n' "$b" "$count" "$out" \
+				$((rss0 / 1024)) $(($(cat "$work/scan.peak") / 1024))
+		done
+	done
+	echo
+	echo "## one sign-up = 2 keys (namespaces u and e): sign-ups per second"
+	for b in mem file viaredis; do
+		port_var="${b}_port"; port=${!port_var}
+		for r in $(seq "$ROUNDS"); do
+			# both orders, alternately
+			m() { add "m$b" "$(rps "$port" 1 "$N" PK.MPREPARE 2 "mu$r" "k:__rand_int__" v "me$r" "k:__rand_int__" v)"; }
+			p() { add "p$b" "$(half "$(rps "$port" 2 "$((2 * N))" PK.PREPARE "pu$r" "k:__rand_int__" v)")"; }
+			if [ $((r % 2)) = 1 ]; then m; p; else p; m; fi
+		done
+		printf '%-44s %8s /s (%s)\n' "$b: PK.MPREPARE 2 keys" "$(median "m$b")" "$(spread "m$b")"
+		printf '%-44s %8s /s (%s)  MPREPARE is %s of it\n' "$b: 2 PK.PREPAREs pipelined (-P 2, /2)" "$(median "p$b")" "$(spread "p$b")" \
+			"$(ratio "$(median "m$b")" "$(median "p$b")")"
+	done
+	exit 0
+fi
+
 redis plain --appendonly no
 redis fsync --appendonly yes --appendfsync always
 sidecar mem memory:
 sidecar file "file:$work/data"
 sidecar viaredis "redis://127.0.0.1:$plain_port"
 
-sha=$(redis-cli -p "$plain_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/prepare.lua)")
-redis-cli -p "$fsync_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/prepare.lua)" >/dev/null
+sha=$(redis-cli -p "$plain_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/ops.lua backend/redis/lua/prepare.lua)")
+redis-cli -p "$fsync_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/ops.lua backend/redis/lua/prepare.lua)" >/dev/null
 # The sidecar's Redis key for (ns, key) is pk:{ns:key}; forever, 24h retention.
 evalsha() { echo EVALSHA "$sha" 1 "pk:{$1:k:__rand_int__}" v n 0 86400000; }
 

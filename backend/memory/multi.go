@@ -5,7 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"slices"
-	"strings"
+	"sync"
 
 	"github.com/prepkey/prepkey/backend"
 )
@@ -64,22 +64,30 @@ func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, exp 
 func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backend.Page, error) {
 	prefix := string(mapKey(nil, ns, nil))
 	from, inclusive := prefix+string(pos), pos == nil
-	var hs headHeap
+	hs := headsPool.Get().(*headHeap)
+	defer func() {
+		clear(*hs) // drop the values for the GC
+		*hs = (*hs)[:0]
+		headsPool.Put(hs)
+	}()
 	for i := range s.shards {
 		if h, ok := s.head(i, prefix, from, inclusive); ok {
-			hs = append(hs, h)
+			*hs = append(*hs, h)
 		}
 	}
-	heap.Init(&hs)
-	page := backend.Page{Records: make([]backend.ScanRecord, 0, min(count, len(hs)))}
-	for len(page.Records) < count && len(hs) > 0 {
-		h := heap.Pop(&hs).(head)
-		page.Records = append(page.Records, h.rec)
+	heap.Init(hs)
+	page := backend.Page{Records: make([]backend.ScanRecord, 0, min(count, hs.Len()))}
+	for len(page.Records) < count && hs.Len() > 0 {
+		h := heap.Pop(hs).(head)
+		page.Records = append(page.Records, backend.ScanRecord{
+			Key:    []byte(h.key[len(prefix):]),
+			Record: backend.Record{Value: h.value, TTLAt: h.ttlAt, Live: h.live},
+		})
 		if next, ok := s.head(h.shard, prefix, h.key, false); ok {
-			heap.Push(&hs, next)
+			heap.Push(hs, next)
 		}
 	}
-	if len(hs) == 0 {
+	if hs.Len() == 0 {
 		page.Done = true
 		return page, nil
 	}
@@ -87,12 +95,20 @@ func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backe
 	return page, nil
 }
 
-// head is a shard's next record in a scan, copied out of the shard.
+// head is a shard's next record in a scan, read under the shard's lock.
+// It holds no copy: the map key is immutable and a value is replaced,
+// never written in place, so a scan allocates only for the records it
+// returns (a page reads one head per shard, most of which it drops).
 type head struct {
 	shard int
 	key   string // map key
-	rec   backend.ScanRecord
+	value []byte
+	ttlAt int64
+	live  bool
 }
+
+// headsPool keeps the heaps of scan pages (shardCount heads each).
+var headsPool = sync.Pool{New: func() any { h := make(headHeap, 0, shardCount); return &h }}
 
 // head reads shard i's first record of the namespace after from.
 func (s *Store) head(i int, prefix, from string, inclusive bool) (head, bool) {
@@ -104,11 +120,7 @@ func (s *Store) head(i int, prefix, from string, inclusive bool) (head, bool) {
 	if en == nil {
 		return head{}, false
 	}
-	// The value is replaced, never written in place: no copy needed.
-	return head{shard: i, key: en.key, rec: backend.ScanRecord{
-		Key:    []byte(strings.TrimPrefix(en.key, prefix)),
-		Record: backend.Record{Value: en.value, TTLAt: en.ttlAt, Live: backend.LiveAt(en.ttlAt, nowMs)},
-	}}, true
+	return head{shard: i, key: en.key, value: en.value, ttlAt: en.ttlAt, live: backend.LiveAt(en.ttlAt, nowMs)}, true
 }
 
 type headHeap []head
