@@ -32,9 +32,13 @@ type entry struct {
 type shard struct {
 	mu   sync.Mutex
 	recs *btree.BTreeG[*entry]
-	// probe is the search key of lookups, reused under mu so that a lookup
-	// does not allocate.
-	probe entry
+	// probe is the search key of lookups and scratch holds its bytes, both
+	// reused under mu so that a lookup does not allocate: pointing the
+	// probe at the caller's buffer instead would make that buffer escape
+	// to the heap (the B-tree compares through a func value), one
+	// allocation per command.
+	probe   entry
+	scratch []byte
 	exp   expiryHeap
 	// pad keeps neighbouring shards' mutexes off one cache line.
 	_ [64]byte
@@ -55,13 +59,13 @@ func newRecords() *btree.BTreeG[*entry] {
 	return btree.NewBTreeGOptions(func(a, b *entry) bool { return a.key < b.key }, btree.Options{NoLocks: true})
 }
 
-// get returns the entry of k, or nil. The probe's key aliases k only for
-// the search, under the shard's lock.
+// get returns the entry of k, or nil.
 func (sh *shard) get(k []byte) *entry {
 	if len(k) == 0 {
 		return nil
 	}
-	sh.probe.key = unsafe.String(&k[0], len(k))
+	sh.scratch = append(sh.scratch[:0], k...)
+	sh.probe.key = unsafe.String(unsafe.SliceData(sh.scratch), len(sh.scratch))
 	en, _ := sh.recs.Get(&sh.probe)
 	sh.probe.key = ""
 	return en
