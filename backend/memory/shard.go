@@ -39,7 +39,7 @@ type shard struct {
 	// allocation per command.
 	probe   entry
 	scratch []byte
-	exp   expiryHeap
+	exp     expiryHeap
 	// pad keeps neighbouring shards' mutexes off one cache line.
 	_ [64]byte
 }
