@@ -54,15 +54,15 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.adminListen, "admin-listen", "", "`host:port` to serve HTTP on for operators: GET /metrics, /healthz, /readyz (empty: no HTTP port)")
 	fs.BoolVar(&c.checkOnly, "check", false, "check that the sidecar at --listen answers PING (with --requirepass), exit 0 if so, 1 if not: a container healthcheck")
-	fs.Usage = func() {
-		fmt.Fprintf(usage, "Usage: sidecar [flags]\n\nprepkey serves PK.* reservation commands over the Redis protocol.\nEvery flag can also be set as PK_<NAME> in the environment (e.g. PK_MAX_KEY_BYTES); a flag wins.\n\nFlags:\n")
-		fs.SetOutput(usage)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
+	// The flag package prints the usage itself on -help and on every bad
+	// flag: it is silenced, and printed here for -help only, once. A bad
+	// flag is the one-line error run prints.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
+			fmt.Fprintf(usage, "Usage: sidecar [flags]\n\nprepkey serves PK.* reservation commands over the Redis protocol.\nEvery flag can also be set as PK_<NAME> in the environment (e.g. PK_MAX_KEY_BYTES); a flag wins.\n\nFlags:\n")
+			fs.SetOutput(usage)
+			fs.PrintDefaults()
 			return c, errHelp
 		}
 		return c, err

@@ -188,6 +188,8 @@ func TestBadStart(t *testing.T) {
 		{[]string{"--backend", "memory:", "--listen", "256.0.0.1:1"}, "", "sidecar: --listen 256.0.0.1:1: "},
 		{[]string{"--backend", "file:" + notDir + "/sub"}, "", "sidecar: --backend file:" + notDir + "/sub: "},
 		{[]string{"extra"}, "", `sidecar: unexpected argument "extra"`},
+		{[]string{"--no-such-flag"}, "", "sidecar: flag provided but not defined: -no-such-flag"},
+		{[]string{"--max-clients"}, "", "sidecar: flag needs an argument: -max-clients"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " ")+tt.env, func(t *testing.T) {
@@ -196,15 +198,29 @@ func TestBadStart(t *testing.T) {
 			if tt.env != "" {
 				cmd.Env = append(cmd.Env, tt.env)
 			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit)
 			require.Equal(t, 2, exit.ExitCode())
 			require.True(t, strings.HasPrefix(stderr.String(), tt.want), stderr.String())
 			require.Equal(t, 1, strings.Count(stderr.String(), "\n"), stderr.String())
+			require.Empty(t, stdout.String(), "a bad start prints its one line on stderr only")
 		})
+	}
+}
+
+// TestHelp: --help prints the usage once, on stdout, and exits 0.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		cmd := exec.Command(sidecarBin, arg)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.NoError(t, cmd.Run())
+		require.Equal(t, 1, strings.Count(stdout.String(), "Usage: sidecar [flags]"), stdout.String())
+		require.Equal(t, 1, strings.Count(stdout.String(), "  -listen address"), stdout.String())
+		require.Empty(t, stderr.String())
 	}
 }
 
