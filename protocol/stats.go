@@ -62,13 +62,16 @@ type hist struct {
 
 func newHist(bounds []uint64) hist { return hist{counts: make([]atomic.Uint64, len(bounds)+1)} }
 
-func (h *hist) observe(v uint64, bounds []uint64) {
+func (h *hist) observe(v uint64, bounds []uint64) { h.observeN(v, 1, bounds) }
+
+// observeN counts n observations of v.
+func (h *hist) observeN(v, n uint64, bounds []uint64) {
 	i := 0
 	for i < len(bounds) && v > bounds[i] {
 		i++
 	}
-	h.counts[i].Add(1)
-	h.sum.Add(v)
+	h.counts[i].Add(n)
+	h.sum.Add(v * n)
 }
 
 // Hist is a histogram's snapshot: Counts are per bucket (not cumulative),
@@ -203,9 +206,13 @@ func (s *stats) forLoop(loop connLoop) *loopStats {
 
 // record counts one command's reply.
 func (s *stats) record(ls *loopStats, idx int, o Outcome, errPrefix string, took time.Duration) {
-	cc := &ls.cmds[idx]
-	cc.outcomes[o].Add(1)
-	cc.latency.observe(uint64(max(took, 0)), LatencyBounds)
+	s.count(ls, idx, o, errPrefix)
+	ls.cmds[idx].latency.observe(uint64(max(took, 0)), LatencyBounds)
+}
+
+// count counts one command's outcome (its latency is counted apart).
+func (s *stats) count(ls *loopStats, idx int, o Outcome, errPrefix string) {
+	ls.cmds[idx].outcomes[o].Add(1)
 	if errPrefix != "" {
 		s.countError(ls, errPrefix)
 	}
@@ -378,34 +385,41 @@ func (s *Server) Stats() Snapshot {
 	return snap
 }
 
-// pendingNote is a command answered in the current read, waiting for the
-// time its replies are written.
+// pendingNote is n commands of one kind answered, one after the other, in
+// the current read, waiting for the time their replies are written: the
+// commands of a read share their latency, so a pipeline of one command
+// costs two atomic adds for its latencies, not two per command.
 type pendingNote struct {
-	idx     int
-	outcome Outcome
-	errPfx  string
+	idx int
+	n   uint64
 }
 
 // note counts the reply that the command named name wrote to out from at;
-// its latency is taken when the replies are written (see flushNotes). A
+// its latency is counted when the replies are written (see flushNotes). A
 // command that went off the loop is counted where its work ends.
 func (c *conn) note(name []byte, at int) {
 	if c.busy || at >= len(c.out.b) {
 		return
 	}
 	o, p := classifyWire(c.out.b[at:])
-	c.notes = append(c.notes, pendingNote{idx: c.statIndex(name), outcome: o, errPfx: p})
+	idx := c.statIndex(name)
+	c.srv.stats.count(c.stats, idx, o, p)
+	if k := len(c.notes) - 1; k >= 0 && c.notes[k].idx == idx {
+		c.notes[k].n++
+		return
+	}
+	c.notes = append(c.notes, pendingNote{idx: idx, n: 1})
 }
 
-// flushNotes counts the commands noted since the read began, now that their
-// replies are written.
+// flushNotes counts the latency of the commands noted since the read
+// began, now that their replies are written.
 func (c *conn) flushNotes() {
 	if len(c.notes) == 0 {
 		return
 	}
-	took := time.Since(c.began)
+	took := uint64(max(time.Since(c.began), 0))
 	for _, n := range c.notes {
-		c.srv.stats.record(c.stats, n.idx, n.outcome, n.errPfx, took)
+		c.stats.cmds[n.idx].latency.observeN(took, n.n, LatencyBounds)
 	}
 	c.notes = c.notes[:0]
 }

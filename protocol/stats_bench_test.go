@@ -1,0 +1,47 @@
+package protocol
+
+import (
+	"fmt"
+	"time"
+
+	"testing"
+
+	"github.com/prepkey/prepkey/commands"
+)
+
+// BenchmarkCount is what counting costs per command on the loop: the
+// reply's classification, the counter lookup and the atomic adds, with the
+// clock read once per read of 1 or 16 pipelined commands (scripts/bench.sh
+// runs pipeline 1 and 16). Compare with the CPU per request of the whole
+// sidecar in docs/benchmarks.md.
+func BenchmarkCount(b *testing.B) {
+	for _, tc := range []struct {
+		pipeline int
+		count    bool
+	}{{1, false}, {1, true}, {16, false}, {16, true}} {
+		pipeline := tc.pipeline
+		b.Run(fmt.Sprintf("pipeline=%d/counted=%t", pipeline, tc.count), func(b *testing.B) {
+			s := New(Config{}, nil, nil)
+			c := newConn(s)
+			c.stats = s.stats.forLoop(nil)
+			name := []byte("PK.PREPARE")
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if tc.count && i%pipeline == 0 {
+					c.began = time.Now()
+				}
+				at := len(c.out.b)
+				c.out.reply(commands.Reply{Kind: commands.Int, Int: 1})
+				if tc.count {
+					c.note(name, at)
+				}
+				if i%pipeline == pipeline-1 {
+					if tc.count {
+						c.flushNotes()
+					}
+					c.out.b = c.out.b[:0]
+				}
+			}
+		})
+	}
+}
