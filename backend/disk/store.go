@@ -50,9 +50,13 @@ const (
 	stripes = 4096
 	// defaultSweepInterval is how often expired records are looked for.
 	defaultSweepInterval = time.Second
-	// cacheSize is pebble's block cache. Records are small and the working
-	// set of a sidecar is recent keys, so a modest cache is enough.
-	cacheSize = 64 << 20
+	// DefaultCacheBytes is pebble's block cache unless Tuning says
+	// otherwise: sized for a sidecar next to every pod. Records are small,
+	// recent writes are read from the memtable, and the cache fills only
+	// as sstables are read, so it is what a store grows to, not what an
+	// idle one holds. Larger stores read mostly from sstables and want
+	// more (--file-cache-mb).
+	DefaultCacheBytes = 8 << 20
 	// memTableSize is pebble's default, kept on purpose: every command reads
 	// its key first, and a larger skiplist costs more cache misses per read
 	// than it saves in flushes. BenchmarkPrepareParallel (50 clients, 1M
@@ -100,12 +104,26 @@ type config struct {
 	// readOnly opens an existing database for reading only: every commit
 	// fails, without the process exit of a failed WAL write.
 	readOnly bool
+	// cacheBytes is pebble's block cache; zero means DefaultCacheBytes.
+	cacheBytes int64
+}
+
+// Tuning sizes what the store holds in memory; zero fields take the
+// defaults.
+type Tuning struct {
+	// CacheBytes is pebble's block cache (--file-cache-mb).
+	CacheBytes int64
 }
 
 // Open opens (creating if needed) the store in dir. A directory in use by
 // another process, or by another Store of this process, is an error.
 func Open(dir string, opts backend.Options) (*Store, error) {
-	return open(dir, opts, config{sweepInterval: defaultSweepInterval})
+	return OpenTuned(dir, opts, Tuning{})
+}
+
+// OpenTuned is Open with the memory the store may use set by t.
+func OpenTuned(dir string, opts backend.Options, t Tuning) (*Store, error) {
+	return open(dir, opts, config{sweepInterval: defaultSweepInterval, cacheBytes: t.CacheBytes})
 }
 
 func open(dir string, opts backend.Options, cfg config) (*Store, error) {
@@ -126,7 +144,7 @@ func open(dir string, opts backend.Options, cfg config) (*Store, error) {
 		}
 		return nil, fmt.Errorf("disk: %s is in use by another process or store: %w", dir, err)
 	}
-	cache := pebble.NewCache(cacheSize)
+	cache := pebble.NewCache(cmp.Or(cfg.cacheBytes, DefaultCacheBytes))
 	defer cache.Unref() // the db holds its own reference
 	logger := slogLogger{cmp.Or(cfg.logger, slog.Default())}
 	po := &pebble.Options{

@@ -22,7 +22,9 @@ import (
 // defaultListen is --listen's default: loopback only.
 const defaultListen = "127.0.0.1:6380"
 
-func openFile(dir string, opts backend.Options) (store, error) { return disk.Open(dir, opts) }
+func openFile(dir string, opts backend.Options, cacheBytes int64) (store, error) {
+	return disk.OpenTuned(dir, opts, disk.Tuning{CacheBytes: cacheBytes})
+}
 
 func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (store, error) {
 	return redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout, Logger: log})

@@ -26,6 +26,7 @@ type config struct {
 	logFormat      string
 	logLevel       string
 	adminListen    string
+	fileCacheMB    int
 	checkOnly      bool
 }
 
@@ -52,6 +53,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.IntVar(&c.idleTimeout, "timeout", 0, "close a client connection idle this many `seconds` (0: never), as Redis's timeout")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.IntVar(&c.fileCacheMB, "file-cache-mb", 8, "block cache of the file: store in MiB; the default suits a sidecar, raise it for stores of millions of records")
 	fs.StringVar(&c.adminListen, "admin-listen", "", "`host:port` to serve HTTP on for operators: GET /metrics, /healthz, /readyz (empty: no HTTP port)")
 	fs.BoolVar(&c.checkOnly, "check", false, "check that the sidecar at --listen answers PING (with --requirepass), exit 0 if so, 1 if not: a container healthcheck")
 	// The flag package prints the usage itself on -help and on every bad
@@ -95,6 +97,8 @@ func (c config) check() error {
 		return fmt.Errorf("--max-key-bytes must be at least 1, got %d", c.maxKeyBytes)
 	case c.maxValueBytes < 0:
 		return fmt.Errorf("--max-value-bytes must not be negative, got %d", c.maxValueBytes)
+	case c.fileCacheMB < 1:
+		return fmt.Errorf("--file-cache-mb must be at least 1, got %d", c.fileCacheMB)
 	case c.maxClients < 1:
 		return fmt.Errorf("--max-clients must be at least 1, got %d", c.maxClients)
 	case c.eventLoops < 1 || c.eventLoops > 256:
