@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Measures the sidecar's footprint, per backend: start-up time to the first
+# answered PING, resident memory idle (2 s after start) and at 1000
+# requests/s (PK.PREPARE of new keys for DURATION seconds, sent as 1000
+# requests each second by redis-benchmark), CPU used at that rate, and the
+# size of the binary built as the Dockerfile builds it.
+#
+# Usage: scripts/footprint.sh      (DURATION=30 BACKENDS="memory file redis" to change)
+# RSS is reported whole and split into anonymous memory (the process's own)
+# and file pages (the binary's code and data mapped from disk, shared with
+# every process running the same file and reclaimable by the kernel).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-30}
+BACKENDS=${BACKENDS:-"memory file redis"}
+work=$(mktemp -d "${TMPDIR:-/tmp}/prepkey-footprint.XXXXXX")
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/sidecar" ./cmd/sidecar
+echo "binary: $(stat -c %s "$work/sidecar") bytes (CGO_ENABLED=0 -trimpath -ldflags='-s -w')"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+mem() { awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {printf "rss=%.1fMB (anon %.1f, file %.1f)", r/1024, a/1024, f/1024}' "/proc/$1/status"; }
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14+$15)*1000000/hz)}' "/proc/$1/stat"; }
+
+redis_port=
+if [[ " $BACKENDS " == *" redis "* ]]; then
+	redis_port=$(free_port)
+	redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$work/redis.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 100); do redis-cli -p "$redis_port" PING >/dev/null 2>&1 && break; sleep 0.05; done
+fi
+
+for b in $BACKENDS; do
+	case $b in
+	memory) url=memory: ;;
+	file) url="file:$work/data-$RANDOM" ;;
+	redis) url="redis://127.0.0.1:$redis_port" ;;
+	esac
+	port=$(free_port)
+	t0=$(date +%s%N)
+	"$work/sidecar" --listen "127.0.0.1:$port" --backend "$url" --log-level warn &
+	pid=$!
+	pids+=($pid)
+	until [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ]; do :; done
+	t1=$(date +%s%N)
+	sleep 2
+	idle=$(mem $pid)
+	c0=$(cpu $pid)
+	for _ in $(seq "$DURATION"); do
+		s=$(date +%s%N)
+		redis-benchmark -p "$port" -c 10 -n 1000 -r 100000000 -q PK.PREPARE ns "k:__rand_int__" '{"userId":"42"}' >/dev/null 2>&1
+		left=$(( 1000000000 - ($(date +%s%N) - s) ))
+		(( left > 0 )) && sleep "$(awk -v n=$left 'BEGIN {printf "%.3f", n/1e9}')"
+	done
+	c1=$(cpu $pid)
+	busy=$(mem $pid)
+	echo "$b: start-up to first PONG $(( (t1 - t0) / 1000000 )) ms; idle $idle; at 1000 req/s for ${DURATION}s $busy; CPU $(awk -v c=$((c1 - c0)) -v d="$DURATION" 'BEGIN {printf "%.1f%%", c/d/1e4}') of a core"
+	kill "$pid"; wait "$pid" 2>/dev/null || true
+done
