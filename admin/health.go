@@ -82,7 +82,9 @@ func (h *Health) check() {
 	}
 	h.mu.Unlock()
 	switch {
-	case err != nil && (wasErr == nil || !was):
+	case err != nil && !was:
+		h.log.Warn("backend unreachable at start", "conn", "health", "err", oneLine(err.Error()))
+	case err != nil && wasErr == nil:
 		h.log.Warn("backend connection lost", "conn", "health", "err", oneLine(err.Error()))
 	case err == nil && was && wasErr != nil:
 		h.log.Info("backend connection regained", "conn", "health")

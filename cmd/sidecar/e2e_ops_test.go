@@ -153,3 +153,73 @@ func TestCheck(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, out, fmt.Sprintf("dial tcp 127.0.0.1:%d", port))
 }
+
+// TestMetricsMove: under load on a Redis backend, a scrape of /metrics
+// shows the command, latency, backend-call, batch and client metrics
+// moving, the backend up, and Go's and the process's metrics; INFO's
+// commandstats count the same commands.
+func TestMetricsMove(t *testing.T) {
+	url := os.Getenv("PREPKEY_REDIS_URL")
+	if url == "" {
+		t.Skip("PREPKEY_REDIS_URL is unset (scripts/test.sh sets it)")
+	}
+	s := start(t, "--backend", url, "--redis-key-prefix", fmt.Sprintf("pk-metrics-%d:", time.Now().UnixNano()),
+		"--admin-listen", "127.0.0.1:0")
+	base := s.adminURL(t)
+	require.Eventually(t, func() bool { code, _ := httpGet(t, base+"/readyz"); return code == http.StatusOK },
+		10*time.Second, 20*time.Millisecond)
+	scrape := func() map[string]float64 {
+		t.Helper()
+		code, body := httpGet(t, base+"/metrics")
+		require.Equal(t, http.StatusOK, code)
+		m := map[string]float64{}
+		for _, line := range strings.Split(body, "\n") {
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			i := strings.LastIndexByte(line, ' ')
+			var v float64
+			_, err := fmt.Sscan(line[i+1:], &v)
+			require.NoError(t, err, line)
+			m[line[:i]] = v
+		}
+		return m
+	}
+	before := scrape()
+	const clients, perClient = 8, 200
+	ns := uniqueNS(t)
+	done := make(chan error, clients)
+	for i := range clients {
+		c := s.client(t, 2)
+		go func() {
+			pipe := c.Pipeline()
+			for j := range perClient {
+				pipe.Do(ctx(), "PK.PREPARE", ns, fmt.Sprint(i, "-", j), "v")
+			}
+			_, err := pipe.Exec(ctx())
+			done <- err
+		}()
+	}
+	for range clients {
+		require.NoError(t, <-done)
+	}
+	after := scrape()
+	moved := func(series string, by float64) {
+		t.Helper()
+		require.Equal(t, by, after[series]-before[series], series)
+	}
+	moved(`prepkey_commands_total{command="pk.prepare",outcome="1"}`, clients*perClient)
+	moved(`prepkey_command_duration_seconds_count{command="pk.prepare"}`, clients*perClient)
+	moved(`prepkey_backend_batch_size_sum`, clients*perClient)
+	require.Positive(t, after[`prepkey_backend_call_duration_seconds_count`]-before[`prepkey_backend_call_duration_seconds_count`])
+	require.Positive(t, after[`prepkey_command_duration_seconds_sum{command="pk.prepare"}`])
+	require.GreaterOrEqual(t, after[`prepkey_connections_received_total`]-before[`prepkey_connections_received_total`], float64(clients))
+	require.Equal(t, 1.0, after["prepkey_backend_up"])
+	require.Equal(t, 1.0, after["prepkey_backend_loop_connections"])
+	for _, name := range []string{"go_goroutines", "prepkey_process_resident_memory_bytes", "prepkey_redis_noscript_reloads_total", "prepkey_redis_nodes"} {
+		require.Contains(t, after, name)
+	}
+	info, err := s.client(t, 2).Info(ctx(), "commandstats").Result()
+	require.NoError(t, err)
+	require.Contains(t, info, fmt.Sprintf("cmdstat_pk.prepare:calls=%d,", clients*perClient))
+}

@@ -101,7 +101,6 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	// transitions are logged (lost, regained).
 	health := admin.NewHealth(st, cfg.backendTimeout, log)
 	health.Start()
-	defer health.Stop()
 
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
@@ -133,6 +132,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown: connections still open", "err", err)
 	}
+	health.Stop() // before the store closes: a ping of a closed store is no news
 	if err := st.Close(); err != nil {
 		log.Error("closing the store", "err", err)
 		code = 1
