@@ -166,9 +166,6 @@ again:
 	window := max(peekWindow, c.wide)
 	buf, _ := c.gc.Peek(min(total, window))
 	truncated := len(buf) < total
-	if !truncated {
-		c.wide = 0
-	}
 	if c.refused == "" && c.scanned < len(buf) {
 		// Framing limits are checked on bytes as they arrive, before any
 		// request is parsed. The complete requests before a refusal are
@@ -206,7 +203,8 @@ serving:
 		}
 		if !complete {
 			if truncated {
-				// A request larger than what is left of the window.
+				// A request larger than what is left of the window: the
+				// window takes it in until it is served.
 				c.wide, more = 2*(len(buf)-off)+peekWindow, true
 			}
 			break
@@ -250,6 +248,7 @@ serving:
 		}
 	}
 	if off > 0 { // Discard(0) would drop it all
+		c.wide = 0 // the large request at the front, if any, is served
 		_, _ = c.gc.Discard(off)
 		c.scanned -= off
 		c.refusedAt -= off
