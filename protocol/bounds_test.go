@@ -87,3 +87,23 @@ func TestReadPause(t *testing.T) {
 	c.send(req("PING"))
 	c.expect("+PONG\r\n") // reading again
 }
+
+// TestLargeRequestsAndRefusal: requests larger than serve's window are read
+// whole, in order, and a framing error found after them, in a window
+// widened for them, is answered after them. (Their replies are small: gnet
+// writes what is pending at a close only as far as the socket takes it.)
+func TestLargeRequestsAndRefusal(t *testing.T) {
+	addr := serve(t, Config{InlineStore: true, MaxBulk: 8 << 20}, &echoHandler{})
+	c := dialLines(t, addr)
+	big := strings.Repeat("x", 5<<20) // past peekWindow
+	notInt := "-ERR value is not an integer or out of range\r\n"
+	c.send(req("SELECT", big) + req("PING") + req("SELECT", big) + "*1\r\n$-5\r\n")
+	_ = c.nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for _, want := range []string{notInt, "+PONG\r\n", notInt, "-ERR Protocol error: invalid bulk length\r\n"} {
+		line, err := c.rd.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, want, line)
+	}
+	_, err := c.rd.ReadByte()
+	require.ErrorIs(t, err, io.EOF)
+}

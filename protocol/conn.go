@@ -175,7 +175,8 @@ again:
 		}
 		c.scanned = len(buf)
 	}
-	if c.refused != "" {
+	if c.refused != "" && c.refusedAt <= len(buf) {
+		// (a refusal found in a wider window is further on)
 		buf, truncated = buf[:c.refusedAt], false
 	}
 	off, more := 0, false
@@ -211,6 +212,7 @@ serving:
 		}
 		off = len(buf) - len(rest)
 		c.argsBuf = args[:0]
+		c.wide = 0 // the large request at the front, if any, is read
 		if len(args) > 0 && crossProtocol(args[0]) {
 			c.srv.cfg.Logger.Warn("possible cross-protocol attack: a client sent "+
 				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
@@ -248,7 +250,6 @@ serving:
 		}
 	}
 	if off > 0 { // Discard(0) would drop it all
-		c.wide = 0 // the large request at the front, if any, is served
 		_, _ = c.gc.Discard(off)
 		c.scanned -= off
 		c.refusedAt -= off
