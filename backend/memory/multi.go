@@ -120,7 +120,7 @@ func (s *Store) head(i int, prefix, from string, inclusive bool) (head, bool) {
 	if en == nil {
 		return head{}, false
 	}
-	return head{shard: i, key: en.key, value: en.value, ttlAt: en.ttlAt, live: backend.LiveAt(en.ttlAt, nowMs)}, true
+	return head{shard: i, key: en.key(), value: en.value(), ttlAt: en.ttlAt, live: backend.LiveAt(en.ttlAt, nowMs)}, true
 }
 
 type headHeap []head

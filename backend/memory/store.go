@@ -128,7 +128,7 @@ func (s *Store) get(sh *shard, k []byte, nowMs int64) (backend.Record, bool) {
 	}
 	// The value is replaced, never written in place, so handing it out
 	// without a copy is safe as long as the caller does not write to it.
-	return backend.Record{Value: en.value, TTLAt: en.ttlAt, Live: backend.LiveAt(en.ttlAt, nowMs)}, true
+	return backend.Record{Value: en.value(), TTLAt: en.ttlAt, Live: backend.LiveAt(en.ttlAt, nowMs)}, true
 }
 
 // Rollback implements commands.Store.
@@ -144,7 +144,7 @@ func (s *Store) Rollback(_ context.Context, ns string, key []byte, ifeq backend.
 // rollback is Rollback with sh, the shard of k, held.
 func (s *Store) rollback(sh *shard, k []byte, ifeq backend.Cond, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
-	if en == nil || !ifeq.Holds(en.value) {
+	if en == nil || !ifeq.Holds(en.value()) {
 		return false
 	}
 	sh.remove(en)
@@ -164,7 +164,7 @@ func (s *Store) Reprepare(_ context.Context, ns string, key, value []byte, ifeq 
 // reprepare is Reprepare with sh, the shard of k, held.
 func (s *Store) reprepare(sh *shard, k, value []byte, ifeq backend.Cond, exp backend.Expiry, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
-	if en == nil || !backend.LiveAt(en.ttlAt, nowMs) || !ifeq.Holds(en.value) {
+	if en == nil || !backend.LiveAt(en.ttlAt, nowMs) || !ifeq.Holds(en.value()) {
 		return false
 	}
 	sh.replace(en, value, exp.TTLAt(nowMs, en.ttlAt))
@@ -191,7 +191,7 @@ func (s *Store) move(nsh *shard, nk, newValue []byte, osh *shard, okey, oldValue
 		return backend.NewKeyTaken
 	}
 	oen := osh.lookup(okey, nowMs, &s.opts)
-	if oen == nil || !bytes.Equal(oen.value, oldValue) {
+	if oen == nil || !bytes.Equal(oen.value(), oldValue) {
 		return backend.OldKeyMismatch
 	}
 	osh.remove(oen)

@@ -45,11 +45,11 @@ func requireIndexed(t *testing.T, s *Store) {
 		expiring := 0
 		for _, en := range sh.recs.Items() {
 			if en.ttlAt == backend.Forever {
-				require.Equal(t, -1, en.index, "forever record in the heap")
+				require.Equal(t, int32(-1), en.index, "forever record in the heap")
 				continue
 			}
 			expiring++
-			require.GreaterOrEqual(t, en.index, 0, "expiring record not in the heap")
+			require.GreaterOrEqual(t, en.index, int32(0), "expiring record not in the heap")
 			require.Same(t, en, sh.exp[en.index])
 		}
 		require.Len(t, sh.exp, expiring, "shard %d heap holds records no longer there", i)
