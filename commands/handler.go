@@ -167,6 +167,10 @@ func unavailable(err error) Reply {
 	return errReply(unavailablePrefix + oneLine(err.Error()))
 }
 
+// Unavailable is the reply to a command the store did not answer in time
+// (package protocol bounds every store call by the backend timeout).
+func Unavailable(err error) Reply { return unavailable(err) }
+
 // UnknownCommand is Redis's reply to a command nobody knows.
 func UnknownCommand(args [][]byte) Reply {
 	var list []byte

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,14 +15,18 @@ import (
 // command stays atomic on its own; commands of different connections are
 // concurrent anyway, and one connection has at most one run in a batch.
 //
-// While the store answers quickly, a batch runs on the loop itself, after
-// the loop has read all the input that is ready: the loop waits for the
-// store, which on a 2-core machine cost less than handing the batch to a
-// goroutine and back (fewer thread wake-ups: 19 against 25 µs of CPU per
-// request at pipeline 1, scripts/bench.sh). A batch that takes longer than
-// onLoopBudget (a slow or failing backend) moves the next ones off the
-// loop, to the batcher's goroutine, so that the loop goes on answering
-// other clients; the first fast batch there brings them back.
+// While the store answers quickly, the loop waits for a batch, after it
+// has read all the input that is ready: on a 2-core machine that cost less
+// than handing the batch to the batcher's goroutine and back (fewer thread
+// wake-ups: 19 against 25 µs of CPU per request at pipeline 1,
+// scripts/bench.sh). The batch itself runs on a goroutine started by the
+// loop (a job), which the Go scheduler runs on the loop's own thread while
+// the loop waits, so the fast path wakes no other thread; the loop waits
+// for it at most onLoopBudget. A batch that takes longer (a slow or hung
+// disk, a failing backend) is left to its job, the loop goes on answering
+// other clients, and the next batches go off the loop, to the batcher's
+// goroutine; the first fast batch there brings them back. Every batch is
+// answered within --backend-timeout (see job).
 //
 // With a Wire (a standalone Redis), the loop does not wait at all: it
 // writes the batch to its own connection to the backend and reads the
@@ -35,6 +38,9 @@ type batcher struct {
 	loop    connLoop
 	offLoop atomic.Bool
 	up      *upstream // the loop's connection to a Wire backend, or nil
+	srv     *Server
+	timer   *time.Timer  // the loop's wait for a job; stopped while unused
+	jobs    atomic.Int32 // jobs still at the store (maxJobsInFlight)
 
 	onLoop []*conn // runs for the next batch on the loop; the loop's own
 
@@ -59,7 +65,9 @@ type batcher struct {
 const onLoopBudget = 5 * time.Millisecond
 
 func newBatcher(s *Server, loop connLoop) *batcher {
-	b := &batcher{handler: s.handler, loop: loop, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	b := &batcher{handler: s.handler, loop: loop, srv: s, timer: time.NewTimer(time.Hour),
+		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	b.timer.Stop()
 	if s.cfg.Wire != nil {
 		b.up = newUpstream(s, s.cfg.Wire, loop)
 	}
@@ -141,13 +149,13 @@ func (b *batcher) runOnLoop() {
 		b.queueOffLoop(conns...)
 		return
 	}
-	if sendRuns(b.handler, conns) > onLoopBudget {
+	if !startJob(b.srv, b.loop, conns, b, true).wait(b.timer, onLoopBudget) {
 		b.offLoop.Store(true)
 	}
-	resumeAll(conns)
 }
 
-// run sends the batches that are off the loop.
+// run sends the batches that are off the loop, one at a time: each waits
+// for the previous one's answer, which comes within the backend timeout.
 func (b *batcher) run() {
 	for {
 		select {
@@ -157,32 +165,21 @@ func (b *batcher) run() {
 		}
 		b.mu.Lock()
 		conns := b.queue
-		// The resume below keeps conns until the loop runs it: a new slice,
-		// sized for a batch like this one.
+		// The job keeps conns until they are resumed: a new slice, sized
+		// for a batch like this one.
 		b.queue = make([]*conn, 0, 2*len(conns))
 		b.mu.Unlock()
 		if len(conns) == 0 {
 			continue
 		}
-		if sendRuns(b.handler, conns) <= onLoopBudget {
-			b.offLoop.Store(false)
+		// A quick answer brings the next batches back on the loop (finish).
+		j := startJob(b.srv, b.loop, conns, b, false)
+		select {
+		case <-j.answered:
+		case <-b.stop:
+			return
 		}
-		_ = b.loop.later(func() { resumeAll(conns) })
-		// An error means the loops are stopping; they close the connections.
 	}
-}
-
-// sendRuns runs the runs of conns as one Handler.Batch and writes each
-// reply to its connection's out. It returns how long the store took.
-func sendRuns(h Handler, conns []*conn) time.Duration {
-	cmds := runsOf(conns)
-	replies := make([]commands.Reply, len(cmds))
-	began := time.Now()
-	h.Batch(context.Background(), cmds, replies)
-	took := time.Since(began)
-	recordStoreCall(conns[0].stats, len(cmds), took)
-	writeReplies(conns, replies)
-	return took
 }
 
 // runsOf is the commands of conns' runs, one after the other.

@@ -369,16 +369,16 @@ func (c *conn) keep(args [][]byte) {
 
 // toStore sends the run (runArgs) to the store: to the loop's batcher,
 // which joins it with other connections' runs, or, for a store that does
-// not batch, on a goroutine of its own.
+// not batch, as a job of its own.
 func (c *conn) toStore() {
 	c.srv.processed.Add(int64(len(c.runArgs)))
+	c.goBusy()
 	if c.batcher != nil {
-		c.goBusy()
 		c.inRun = len(c.runArgs)
 		c.batcher.submit(c)
 		return
 	}
-	c.offload(func() { sendRuns(c.srv.handler, []*conn{c}) })
+	startJob(c.srv, c.loop, []*conn{c}, nil, false)
 }
 
 // offload runs work that may wait on the backend on a goroutine, so that

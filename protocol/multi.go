@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/prepkey/prepkey/commands"
 )
@@ -153,8 +154,7 @@ func (c *conn) runBlock(cmds [][][]byte) {
 			pk = append(pk, args)
 		}
 	}
-	replies := make([]commands.Reply, len(pk))
-	abort, ok := c.srv.handler.Exec(context.Background(), pk, replies)
+	replies, abort, ok := c.execBounded(pk)
 	c.recordBlock(pk, replies, abort, ok)
 	if !ok {
 		c.out.reply(abort)
@@ -172,5 +172,35 @@ func (c *conn) runBlock(cmds [][][]byte) {
 		// (INFO) runs here, in its place in the reply.
 		cmd, _, _ := c.srv.lookupConnCmd(args)
 		cmd.run(c, args)
+	}
+}
+
+// execBounded runs the block's PK commands at the store, for at most the
+// backend timeout: past it EXEC answers -UNAVAILABLE for the whole block
+// (it may or may not take effect, as for any command), whatever the store
+// does; a store that cannot stop (a hung fsync) keeps only its goroutine
+// and the block, which is the transaction's own copy.
+func (c *conn) execBounded(pk [][][]byte) ([]commands.Reply, commands.Reply, bool) {
+	type result struct {
+		replies []commands.Reply
+		abort   commands.Reply
+		ok      bool
+	}
+	timeout := c.srv.cfg.BackendTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		replies := make([]commands.Reply, len(pk))
+		abort, ok := c.srv.handler.Exec(ctx, pk, replies)
+		done <- result{replies, abort, ok}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.replies, r.abort, r.ok
+	case <-t.C:
+		return nil, commands.Unavailable(fmt.Errorf("no answer within %s", timeout)), false
 	}
 }

@@ -82,8 +82,11 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Wire, when set, is how each event loop reaches the store itself
 	// (see Wire); Handler.Batch remains for when that connection is down.
-	Wire   Wire
-	Logger *slog.Logger
+	Wire Wire
+	// BackendTimeout bounds every store call (--backend-timeout): past it
+	// the commands get -UNAVAILABLE, whatever the store does (default 2s).
+	BackendTimeout time.Duration
+	Logger         *slog.Logger
 	// Portable serves each connection on a goroutine of its own instead
 	// of gnet's event loops (portable.go); it is the only transport on
 	// wasip1, where gnet does not build.
@@ -127,6 +130,9 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 		cfg.MaxBulk = 1 << 20
 	}
 	connCmds := connCommandTable()
+	if cfg.BackendTimeout <= 0 {
+		cfg.BackendTimeout = 2 * time.Second
+	}
 	return &Server{cfg: cfg, handler: handler, backend: backend, started: time.Now(),
 		conns: make(map[*conn]struct{}), batchers: make(map[connLoop]*batcher), connCmds: connCmds,
 		stats: newStats(connCmds), runID: newRunID()}

@@ -16,7 +16,8 @@
 #             sidecar redis://master PK.PREPARE  vs  the same with ?wait=1, against a master with
 #             one replica, plus EVALSHA sent directly to that master
 #
-# Usage: scripts/bench.sh [wait|multi]   (N=200000 CLIENTS=50 PIPELINES="1 16" ROUNDS=3 to change)
+# Usage: scripts/bench.sh [wait|multi]   (N=200000 CLIENTS=50 PIPELINES="1 16" ROUNDS=3 to change;
+#                                         ONLY="file" runs only the rows of those stores: mem file redis)
 # Needs redis-server, redis-cli and redis-benchmark (apt-get install redis-server redis-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ cd "$(dirname "$0")/.."
 N=${N:-200000}
 CLIENTS=${CLIENTS:-50}
 PIPELINES=${PIPELINES:-"1 16"}
+ONLY=${ONLY:-"mem file redis"}
 RANGE=1000000
 work=$(mktemp -d "${TMPDIR:-/tmp}/prepkey-bench.XXXXXX")
 pids=()
@@ -182,7 +184,12 @@ us() { awk -v c="$1" -v n="$N" 'BEGIN {printf "%.1f", c/n}'; }
 run_setnx() { add "setnx$P" "$(rps "$plain_port" "$P" "$N" SET "s$P$r:k:__rand_int__" v NX PX 60000)"; }
 run_mem() { add "mem$P" "$(rps "$mem_port" "$P" "$N" PK.PREPARE "m$P-$r" "k:__rand_int__" v)"; }
 run_fsync() { add "fsync$P" "$(rps "$fsync_port" "$P" "$N" $(evalsha "f$P-$r"))"; }
-run_file() { add "file$P" "$(rps "$file_port" "$P" "$N" PK.PREPARE "f$P-$r" "k:__rand_int__" v)"; }
+run_file() {
+	local s0 s1; s0=$(cpu "$file_pid")
+	add "file$P" "$(rps "$file_port" "$P" "$N" PK.PREPARE "f$P-$r" "k:__rand_int__" v)"
+	s1=$(cpu "$file_pid")
+	add "filecpu$P" "$(us $((s1 - s0)))"
+}
 run_direct() {
 	local c0 c1; c0=$(cpu "$plain_pid")
 	add "direct$P" "$(rps "$plain_port" "$P" "$N" $(evalsha "d$P-$r"))"
@@ -207,19 +214,25 @@ for P in $PIPELINES; do
 	for r in $(seq "$ROUNDS"); do
 		# Each pair runs in both orders, alternately (see pair).
 		first=$((r % 2))
-		pair run_setnx run_mem
-		pair run_fsync run_file
-		pair run_direct run_via
+		if [[ " $ONLY " == *" mem "* ]]; then pair run_setnx run_mem; fi
+		if [[ " $ONLY " == *" file "* ]]; then pair run_fsync run_file; fi
+		if [[ " $ONLY " == *" redis "* ]]; then pair run_direct run_via; fi
 	done
 	echo
 	echo "## pipeline $P"
 	row() { printf '%-52s %8s req/s (%s)  %s\n' "$1" "$(median "$2")" "$(spread "$2")" "${3:-}"; }
-	row "redis-server SET NX PX (no persistence)" "setnx$P"
-	row "sidecar memory: PK.PREPARE" "mem$P" "$(ratio "$(median "mem$P")" "$(median "setnx$P")") of SET NX"
-	row "redis-server EVALSHA prepare.lua (appendfsync always)" "fsync$P"
-	row "sidecar file: PK.PREPARE" "file$P" "$(ratio "$(median "file$P")" "$(median "fsync$P")") of EVALSHA fsync"
-	row "redis-server EVALSHA prepare.lua (direct)" "direct$P" "redis CPU $(median "directcpu$P") us/req"
-	row "sidecar redis:// PK.PREPARE" "via$P" "$(ratio "$(median "via$P")" "$(median "direct$P")") of direct; sidecar CPU $(median "sidecarcpu$P") us/req, redis CPU $(median "viarediscpu$P") us/req"
+	if [[ " $ONLY " == *" mem "* ]]; then
+		row "redis-server SET NX PX (no persistence)" "setnx$P"
+		row "sidecar memory: PK.PREPARE" "mem$P" "$(ratio "$(median "mem$P")" "$(median "setnx$P")") of SET NX"
+	fi
+	if [[ " $ONLY " == *" file "* ]]; then
+		row "redis-server EVALSHA prepare.lua (appendfsync always)" "fsync$P"
+		row "sidecar file: PK.PREPARE" "file$P" "$(ratio "$(median "file$P")" "$(median "fsync$P")") of EVALSHA fsync; sidecar CPU $(median "filecpu$P") us/req"
+	fi
+	if [[ " $ONLY " == *" redis "* ]]; then
+		row "redis-server EVALSHA prepare.lua (direct)" "direct$P" "redis CPU $(median "directcpu$P") us/req"
+		row "sidecar redis:// PK.PREPARE" "via$P" "$(ratio "$(median "via$P")" "$(median "direct$P")") of direct; sidecar CPU $(median "sidecarcpu$P") us/req, redis CPU $(median "viarediscpu$P") us/req"
+	fi
 	if [ -n "${PK_TEST_MONGO_URI:-}" ]; then
 		# FerretDB serialises writes on SQLite: 8 clients, a long timeout.
 		if [ -z "${mongo_port:-}" ]; then sidecar mongo "${PK_TEST_MONGO_URI%/}/pkbench$$" --backend-timeout 10s; fi

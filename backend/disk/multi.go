@@ -51,6 +51,9 @@ func (s *Store) mprepare(t *txn, rks [][]byte, entries []backend.Entry, exp back
 		}
 		olds[i] = old
 	}
+	if err := s.space.room(); err != nil {
+		return false, err
+	}
 	ttlAt := exp.TTLAt(now, backend.Forever)
 	err := t.write(func(b *pebble.Batch) error {
 		for i, rk := range rks {

@@ -219,6 +219,9 @@ func (s *Store) prepare(t *txn, rk, value []byte, exp backend.Expiry) (bool, err
 	if s.live(old, now) {
 		return false, nil
 	}
+	if err := s.space.room(); err != nil {
+		return false, err
+	}
 	ttlAt := exp.TTLAt(now, backend.Forever)
 	if err := t.write(func(b *pebble.Batch) error { return put(b, rk, old, ttlAt, value) }); err != nil {
 		return false, err
@@ -307,6 +310,9 @@ func (s *Store) reprepare(t *txn, rk, value []byte, ifeq backend.Cond, exp backe
 	if !s.live(old, now) || !ifeq.Holds(old.value) {
 		return false, nil
 	}
+	if err := s.space.room(); err != nil {
+		return false, err
+	}
 	ttlAt := exp.TTLAt(now, old.ttlAt)
 	if err := t.write(func(b *pebble.Batch) error { return put(b, rk, old, ttlAt, value) }); err != nil {
 		return false, err
@@ -352,6 +358,9 @@ func (s *Store) move(t *txn, nk, newValue, ok, oldValue []byte, exp backend.Expi
 	}
 	if !s.visible(old, now) || !bytes.Equal(old.value, oldValue) {
 		return backend.OldKeyMismatch, nil
+	}
+	if err := s.space.room(); err != nil {
+		return 0, err
 	}
 	ttlAt := exp.TTLAt(now, backend.Forever)
 	err = t.write(func(b *pebble.Batch) error {

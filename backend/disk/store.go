@@ -69,6 +69,7 @@ const (
 type Store struct {
 	db      *pebble.DB
 	dirLock *pebble.Lock
+	space   *space
 	opts    backend.Options
 	now     func() time.Time
 	seed    maphash.Seed
@@ -106,13 +107,22 @@ type config struct {
 	readOnly bool
 	// cacheBytes is pebble's block cache; zero means DefaultCacheBytes.
 	cacheBytes int64
+	// minFree is the free-space reserve (see space).
+	minFree int64
 }
 
-// Tuning sizes what the store holds in memory; zero fields take the
-// defaults.
+// Tuning sizes what the store holds in memory and keeps free on disk;
+// zero fields take the defaults.
 type Tuning struct {
 	// CacheBytes is pebble's block cache (--file-cache-mb).
 	CacheBytes int64
+	// MinFreeBytes is the free space of the store's file system below which
+	// writes that add records are refused with ErrDiskFull
+	// (--min-free-disk); 0 refuses none. See space.
+	MinFreeBytes int64
+	// FS is the file system pebble uses; nil means the OS's. Tests wrap it
+	// with pebble's vfs and errorfs to hold or fail writes and fsyncs.
+	FS vfs.FS
 }
 
 // Open opens (creating if needed) the store in dir. A directory in use by
@@ -121,9 +131,11 @@ func Open(dir string, opts backend.Options) (*Store, error) {
 	return OpenTuned(dir, opts, Tuning{})
 }
 
-// OpenTuned is Open with the memory the store may use set by t.
+// OpenTuned is Open with the memory the store may use, its free-space
+// reserve and its file system set by t.
 func OpenTuned(dir string, opts backend.Options, t Tuning) (*Store, error) {
-	return open(dir, opts, config{sweepInterval: defaultSweepInterval, cacheBytes: t.CacheBytes})
+	return open(dir, opts, config{sweepInterval: defaultSweepInterval, cacheBytes: t.CacheBytes,
+		minFree: t.MinFreeBytes, fs: t.FS})
 }
 
 func open(dir string, opts backend.Options, cfg config) (*Store, error) {
@@ -144,11 +156,21 @@ func open(dir string, opts backend.Options, cfg config) (*Store, error) {
 		}
 		return nil, fmt.Errorf("disk: %s is in use by another process or store: %w", dir, err)
 	}
+	logger := slogLogger{l: cmp.Or(cfg.logger, slog.Default()), limits: &logLimits{}}
+	sp := newSpace(fs, dir, cfg.minFree, logger.l)
+	sp.opening.Store(true)
+	avail, err := sp.read()
+	if err != nil {
+		return nil, errors.Join(err, lock.Close())
+	}
+	if avail < cfg.minFree {
+		return nil, errors.Join(fmt.Errorf("disk: %s: %w: %s free, below the reserve of %s (--min-free-disk); free space and start again",
+			dir, ErrDiskFull, bytesText(avail), bytesText(cfg.minFree)), lock.Close())
+	}
 	cache := pebble.NewCache(cmp.Or(cfg.cacheBytes, DefaultCacheBytes))
 	defer cache.Unref() // the db holds its own reference
-	logger := slogLogger{cmp.Or(cfg.logger, slog.Default())}
 	po := &pebble.Options{
-		FS:                 fs,
+		FS:                 vfs.OnDiskFull(countingFS{FS: fs, space: sp}, sp.onDiskFull),
 		Cache:              cache,
 		Lock:               lock,
 		MemTableSize:       memTableSize,
@@ -162,16 +184,24 @@ func open(dir string, opts backend.Options, cfg config) (*Store, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	db, err := pebble.Open(dir, po)
+	db, err := openPebble(dir, po, sp)
+	if errors.Is(err, ErrDiskFull) {
+		// pebble still holds the directory, waiting for space; the caller
+		// is expected to exit.
+		return nil, err
+	}
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("disk: open %s: %w", dir, err), lock.Close())
 	}
+	sp.opening.Store(false)
 	if err := checkFormat(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("disk: %s: %w", dir, err), db.Close(), lock.Close())
 	}
+	go sp.watch()
 	s := &Store{
 		db:        db,
 		dirLock:   lock,
+		space:     sp,
 		opts:      opts,
 		now:       opts.Clock(),
 		seed:      maphash.MakeSeed(),
@@ -184,6 +214,27 @@ func open(dir string, opts backend.Options, cfg config) (*Store, error) {
 		close(s.sweepDone)
 	}
 	return s, nil
+}
+
+// openPebble opens the database, unless a write of the open meets a full
+// disk: pebble would then wait for space (see space.onDiskFull), so the
+// open fails at once with ErrDiskFull instead, as an operator needs.
+func openPebble(dir string, po *pebble.Options, sp *space) (*pebble.DB, error) {
+	type opened struct {
+		db  *pebble.DB
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		db, err := pebble.Open(dir, po)
+		ch <- opened{db, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.db, o.err
+	case <-sp.openFull:
+		return nil, fmt.Errorf("disk: open %s: %w: no space left to open the database; free space and start again", dir, ErrDiskFull)
+	}
 }
 
 // checkFormat records formatVersion in a new database and refuses one
@@ -219,6 +270,7 @@ func (s *Store) Close() error {
 		defer s.iters.Unlock()
 		// The lock is released only after the db is closed, as pebble requires.
 		s.closeErr = errors.Join(s.db.Close(), s.dirLock.Close())
+		s.space.close()
 	})
 	return s.closeErr
 }
@@ -249,7 +301,10 @@ func (s *Store) Ping(ctx context.Context) error {
 // slogLogger routes pebble's log lines to slog: its chatter (WAL recovery,
 // compactions) at Debug so the sidecar's log stays quiet, its background
 // errors at Error.
-type slogLogger struct{ l *slog.Logger }
+type slogLogger struct {
+	l      *slog.Logger
+	limits *logLimits // pebble repeats a failing background job's error
+}
 
 func (l slogLogger) Infof(format string, args ...any) {
 	if !l.l.Enabled(context.Background(), slog.LevelDebug) {
@@ -259,7 +314,9 @@ func (l slogLogger) Infof(format string, args ...any) {
 }
 
 func (l slogLogger) Errorf(format string, args ...any) {
-	l.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	if ok, left := l.limits.allowN("errorf"); ok {
+		l.l.Error(fmt.Sprintf(format, args...), "component", "pebble", "not_logged_since", left)
+	}
 }
 
 // eventListener logs pebble's events at Debug, except those an operator
@@ -268,7 +325,11 @@ func (l slogLogger) Errorf(format string, args ...any) {
 func eventListener(l slogLogger) *pebble.EventListener {
 	el := pebble.MakeLoggingEventListener(l)
 	el.BackgroundError = func(err error) {
-		l.l.Error("pebble background error", "component", "pebble", "err", err)
+		// One line, without the stack trace pebble's errors carry, and
+		// at most one per logEvery: a flush that fails is retried at once.
+		if ok, left := l.limits.allowN("background"); ok {
+			l.l.Error("pebble background error", "component", "pebble", "err", err.Error(), "not_logged_since", left)
+		}
 	}
 	el.DataCorruption = func(info pebble.DataCorruptionInfo) {
 		l.l.Error("pebble data corruption", "component", "pebble", "info", info.String())

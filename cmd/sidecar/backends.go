@@ -39,7 +39,7 @@ func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string
 		if dir == "" {
 			return nil, "", fmt.Errorf("--backend file: needs a directory, e.g. file:./prepkey-data")
 		}
-		s, err := openFile(dir, opts, int64(c.fileCacheMB)<<20)
+		s, err := openFile(dir, opts, int64(c.fileCacheMB)<<20, int64(c.minFreeDisk))
 		if err != nil {
 			return nil, "", fmt.Errorf("--backend %s: %w", c.backendURL, err)
 		}

@@ -22,8 +22,8 @@ import (
 // defaultListen is --listen's default: loopback only.
 const defaultListen = "127.0.0.1:6380"
 
-func openFile(dir string, opts backend.Options, cacheBytes int64) (store, error) {
-	return disk.OpenTuned(dir, opts, disk.Tuning{CacheBytes: cacheBytes})
+func openFile(dir string, opts backend.Options, cacheBytes, minFree int64) (store, error) {
+	return disk.OpenTuned(dir, opts, disk.Tuning{CacheBytes: cacheBytes, MinFreeBytes: minFree})
 }
 
 func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (store, error) {

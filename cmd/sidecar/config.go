@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,6 +19,7 @@ type config struct {
 	requirePass    string
 	retention      time.Duration
 	backendTimeout time.Duration
+	minFreeDisk    byteSize
 	redisKeyPrefix string
 	maxKeyBytes    int
 	maxValueBytes  int
@@ -45,6 +48,8 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.requirePass, "requirepass", "", "`password` clients must give with AUTH (empty: no AUTH)")
 	fs.DurationVar(&c.retention, "expired-retention", 24*time.Hour, "how long an expired record is kept as evidence before it is deleted (0: at expiry)")
 	fs.DurationVar(&c.backendTimeout, "backend-timeout", 2*time.Second, "bound on one backend call; past it the client gets -UNAVAILABLE")
+	c.minFreeDisk = 64 << 20
+	fs.Var(&c.minFreeDisk, "min-free-disk", "free space kept on the file: store's disk: below it writes get -UNAVAILABLE disk full, reads go on (bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no reserve)")
 	fs.StringVar(&c.redisKeyPrefix, "redis-key-prefix", "pk:", "prefix of every Redis key the sidecar writes (redis backends)")
 	fs.IntVar(&c.maxKeyBytes, "max-key-bytes", 1024, "largest key in bytes")
 	fs.IntVar(&c.maxValueBytes, "max-value-bytes", 65536, "largest value in bytes")
@@ -128,4 +133,34 @@ func (c config) level() (slog.Level, error) {
 		return lvl, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}
 	return lvl, nil
+}
+
+// byteSize is a flag of bytes: a number, optionally followed by a unit
+// (B, KB, MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of
+// 1024; case-insensitive).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.ToLower(strings.TrimSpace(s[i:]))
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return fmt.Errorf("want bytes, e.g. 64MiB, got %q", s)
+	}
+	mult := map[string]int64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[unit]
+	if mult == 0 {
+		return fmt.Errorf("unknown unit %q in %q (want B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", unit, s)
+	}
+	if n > math.MaxInt64/mult {
+		return fmt.Errorf("%q is too large", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
 }

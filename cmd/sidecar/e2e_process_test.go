@@ -193,6 +193,8 @@ func TestBadStart(t *testing.T) {
 		{[]string{"extra"}, "", `sidecar: unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, "", "sidecar: flag provided but not defined: -no-such-flag"},
 		{[]string{"--max-clients"}, "", "sidecar: flag needs an argument: -max-clients"},
+		{[]string{"--min-free-disk", "5 parsecs"}, "", `sidecar: invalid value "5 parsecs" for flag -min-free-disk: unknown unit "parsecs"`},
+		{nil, "PK_MIN_FREE_DISK=-1MiB", `sidecar: invalid value "-1MiB" for PK_MIN_FREE_DISK: want bytes, e.g. 64MiB`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " ")+tt.env, func(t *testing.T) {

@@ -59,7 +59,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	ctx, stop := signalContext()
 	defer stop()
 
-	st, kind, err := openBackend(ctx, cfg, log)
+	st, kind, err := openInterruptible(ctx, cfg, log)
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintf(stderr, "sidecar: %v\n", err)
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sidecar: %v\n", err)
 		return 2
@@ -92,9 +96,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		Version: version,
 		Backend: kind,
 		// The memory store answers without waiting: on the event loop.
-		InlineStore: kind == "memory",
-		Wire:        wireOf(st),
-		Logger:      log,
+		InlineStore:    kind == "memory",
+		Wire:           wireOf(st),
+		BackendTimeout: cfg.backendTimeout,
+		Logger:         log,
 	}, commands.New(st, limits, nil), st)
 
 	// The backend's health is watched whether or not /readyz is served: its
@@ -133,11 +138,53 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		log.Warn("shutdown: connections still open", "err", err)
 	}
 	health.Stop() // before the store closes: a ping of a closed store is no news
-	if err := st.Close(); err != nil {
+	if err := closeWithin(st, storeCloseTimeout); err != nil {
 		log.Error("closing the store", "err", err)
 		code = 1
 	}
 	return code
+}
+
+// storeCloseTimeout bounds closing the store at shutdown. A store waits for
+// its writes in flight, and a write held by a hung fsync or a full disk
+// does not return: the sidecar exits all the same, as it must on SIGTERM.
+// Nothing acknowledged is lost; what was not acknowledged may or may not
+// have taken effect, as after a kill -9.
+const storeCloseTimeout = 5 * time.Second
+
+var errInterrupted = errors.New("interrupted by a signal while opening the backend")
+
+// openInterruptible opens the backend, unless a signal comes first: a store
+// that cannot open (a hung disk) must not make the sidecar deaf to SIGTERM.
+func openInterruptible(ctx context.Context, cfg config, log *slog.Logger) (store, string, error) {
+	type opened struct {
+		st   store
+		kind string
+		err  error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		st, kind, err := openBackend(ctx, cfg, log)
+		ch <- opened{st, kind, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.st, o.kind, o.err
+	case <-ctx.Done():
+		return nil, "", errInterrupted
+	}
+}
+
+// closeWithin closes st, or gives up after d.
+func closeWithin(st io.Closer, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- st.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("the store did not close within %s (a hung or full disk?); exiting: commands not yet answered may or may not have taken effect", d)
+	}
 }
 
 // listen opens host:port or unix:/path, or takes over an inherited socket

@@ -32,7 +32,7 @@ func noConnect(kind string) error {
 	return fmt.Errorf("the %s backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)", kind)
 }
 
-func openFile(string, backend.Options, int64) (store, error) { return nil, errNoFile }
+func openFile(string, backend.Options, int64, int64) (store, error) { return nil, errNoFile }
 
 func openRedis(context.Context, config, backend.Options, *slog.Logger) (store, error) {
 	return nil, noConnect("redis")
