@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,6 +76,12 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	serving(10 * time.Second)
 
+	// A ping has answered (INFO pings too), so the sidecar knows the
+	// master before it dies: a change it has not seen a first master for
+	// is not a failover to it.
+	infoBefore, err := s.client(t, 2).Info(ctx(), "backend").Result()
+	require.NoError(t, err)
+	require.Contains(t, infoBefore, "backend_ready:1\r\n")
 	began := time.Now()
 	_ = master.Process.Kill()
 	require.Eventually(t, func() bool { return failed.Load() > 0 }, 5*time.Second, 10*time.Millisecond)
@@ -87,4 +94,8 @@ func TestSentinelFailover(t *testing.T) {
 	infoSidecar, err := s.client(t, 2).Info(ctx(), "backend").Result()
 	require.NoError(t, err)
 	require.Contains(t, infoSidecar, "backend_ready:1\r\n")
+	// The health watcher's pings saw the master change: one log line.
+	failover := regexp.MustCompile(`msg="redis: failover seen: the Sentinel master changed" conn=health from=127\.0\.0\.1:\d+ to=127\.0\.0\.1:\d+`)
+	require.Eventually(t, func() bool { return failover.MatchString(s.logs()) }, 5*time.Second, 20*time.Millisecond, s.logs())
+	require.Equal(t, 1, len(failover.FindAllString(s.logs(), -1)), s.logs())
 }
