@@ -45,6 +45,9 @@ func wireOf(st store) protocol.Wire {
 	return nil
 }
 
+// netListen opens a listening socket.
+func netListen(network, addr string) (net.Listener, error) { return net.Listen(network, addr) }
+
 // inheritedSocket is fd:auto's descriptor: the first socket a service
 // manager passed, as systemd does (LISTEN_FDS, for this LISTEN_PID).
 func inheritedSocket() (int, error) {

@@ -92,13 +92,22 @@ func TestWasm(t *testing.T) {
 	} {
 		t.Run(tc.name, tc.test)
 	}
-	t.Run("RefusedBackends", func(t *testing.T) {
-		for _, c := range []struct{ url, want string }{
-			{"file:/data", "sidecar: --backend file:/data: the file: backend is not in the WebAssembly build: its store (pebble) does not build for wasip1; use memory: (docs/wasm.md)\n"},
-			{"redis://127.0.0.1:6379", "sidecar: --backend: the redis backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)\n"},
-			{"mongodb://127.0.0.1", "sidecar: --backend: the mongodb backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)\n"},
+	t.Run("Refused", func(t *testing.T) {
+		// What the module cannot do is refused at start-up with one line
+		// and exit code 2; a socket it would open, too (Go's net.Listen
+		// on wasip1 gives an in-process fake that no client reaches).
+		const noSockets = "the WebAssembly build cannot open sockets: the host preopens one, and the module serves on it with --listen fd:N or fd:auto (docs/wasm.md)\n"
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--backend", "file:/data"}, "sidecar: --backend file:/data: the file: backend is not in the WebAssembly build: its store (pebble) does not build for wasip1; use memory: (docs/wasm.md)\n"},
+			{[]string{"--backend", "redis://127.0.0.1:6379"}, "sidecar: --backend: the redis backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)\n"},
+			{[]string{"--backend", "mongodb://127.0.0.1"}, "sidecar: --backend: the mongodb backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)\n"},
+			{[]string{"--backend", "memory:", "--listen", "127.0.0.1:6380"}, "sidecar: --listen 127.0.0.1:6380: " + noSockets},
+			{[]string{"--backend", "memory:", "--admin-listen", "127.0.0.1:9090"}, "sidecar: --admin-listen 127.0.0.1:9090: " + noSockets},
 		} {
-			cmd := exec.Command(w.host, "-wasm", w.module, "-cache", w.cache, "-listen", "127.0.0.1:0", "--", "--backend", c.url)
+			cmd := exec.Command(w.host, append([]string{"-wasm", w.module, "-cache", w.cache, "-listen", "127.0.0.1:0", "--"}, c.args...)...)
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit, "%s", out)

@@ -76,7 +76,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	var adminLn net.Listener
 	if cfg.adminListen != "" {
-		if adminLn, err = net.Listen("tcp", cfg.adminListen); err != nil {
+		if adminLn, err = netListen("tcp", cfg.adminListen); err != nil {
 			ln.Close()
 			st.Close()
 			fmt.Fprintf(stderr, "sidecar: --admin-listen %s: %v\n", cfg.adminListen, err)
@@ -196,7 +196,7 @@ func listen(addr string) (net.Listener, error) {
 	}
 	path, ok := strings.CutPrefix(addr, "unix:")
 	if !ok {
-		return net.Listen("tcp", addr)
+		return netListen("tcp", addr)
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		if c, err := net.Dial("unix", path); err == nil {
@@ -205,7 +205,7 @@ func listen(addr string) (net.Listener, error) {
 		}
 		_ = os.Remove(path)
 	}
-	return net.Listen("unix", path)
+	return netListen("unix", path)
 }
 
 // listenFD serves on an inherited socket: fd:N names its descriptor;

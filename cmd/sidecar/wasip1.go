@@ -44,6 +44,13 @@ func openMongo(context.Context, config, backend.Options, *slog.Logger) (store, e
 
 func wireOf(store) protocol.Wire { return nil }
 
+// netListen refuses: WASI preview 1 cannot open a socket, and Go's
+// net.Listen on wasip1 answers with an in-process fake that no client can
+// reach: the sidecar would seem to serve.
+func netListen(string, string) (net.Listener, error) {
+	return nil, errors.New("the WebAssembly build cannot open sockets: the host preopens one, and the module serves on it with --listen fd:N or fd:auto (docs/wasm.md)")
+}
+
 // inheritedSocket is fd:auto's descriptor: the first preopened socket.
 // Preopens are numbered from 3 without gaps (directories may come first).
 func inheritedSocket() (int, error) {
