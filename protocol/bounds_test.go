@@ -107,3 +107,23 @@ func TestLargeRequestsAndRefusal(t *testing.T) {
 	_, err := c.rd.ReadByte()
 	require.ErrorIs(t, err, io.EOF)
 }
+
+// TestRepliesBeforeRefusalWritten: megabytes of replies before a protocol
+// error, which the client has not read when the error is found, all reach
+// it before the close, as Redis writes them (the close used to write them
+// only as far as the socket took them).
+func TestRepliesBeforeRefusalWritten(t *testing.T) {
+	addr := serve(t, Config{InlineStore: true, MaxBulk: 8 << 20}, &echoHandler{})
+	c := dialLines(t, addr)
+	big := strings.Repeat("x", 5<<20)
+	c.send(req("ECHO", big) + req("PING") + req("ECHO", big) + "*1\r\n$-5\r\n")
+	_ = c.nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for _, want := range []string{"$" + fmt.Sprint(len(big)) + "\r\n", big + "\r\n", "+PONG\r\n",
+		"$" + fmt.Sprint(len(big)) + "\r\n", big + "\r\n", "-ERR Protocol error: invalid bulk length\r\n"} {
+		line, err := c.rd.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, want, line)
+	}
+	_, err := c.rd.ReadByte()
+	require.ErrorIs(t, err, io.EOF)
+}

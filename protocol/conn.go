@@ -61,6 +61,7 @@ type conn struct {
 	// canPause is set where the loop can stop reading the connection
 	// (pause_linux.go); paused while it does.
 	canPause, paused bool
+	draining         bool       // closed once its replies are written (closeWhenWritten)
 	closed           bool       // closed by the loop; late results are dropped
 	argsBuf          [][]byte   // reused by the parser
 	runRaw           []byte     // the arguments of the run at the store, copied out of gnet's buffer
@@ -132,6 +133,13 @@ func (c *conn) traffic() (closeIt bool) {
 	c.active = time.Now()
 	c.lastInput.Store(c.active.Unix())
 	c.paused = false // it is read: gnet turns reading on when it drains output
+	if c.draining {  // its input is no longer read (closeWhenWritten)
+		_, _ = c.gc.Discard(c.gc.InboundBuffered())
+		if c.canPause && setReading(c.epfd, c.gc, false) == nil {
+			c.paused = true
+		}
+		return false
+	}
 	if c.busy || c.parked {
 		// Input waits in the input buffer until the run is back, or the
 		// loop has room for it: up to pauseAt, where flow stops reading
@@ -315,8 +323,50 @@ func (c *conn) fail(msg string) bool {
 	c.srv.cfg.Logger.Info("closing a client after a protocol error", "id", c.id, "err", msg)
 	c.out.err("ERR Protocol error: " + msg)
 	c.flush()
-	return true
+	if c.gc.OutboundBuffered() == 0 {
+		return true
+	}
+	// At a close the replies pending are written only as far as the
+	// socket takes them then: those before the error would lose their
+	// end. Redis writes them all, then closes (CLIENT_CLOSE_AFTER_REPLY).
+	c.closeWhenWritten()
+	return false
 }
+
+// closeWhenWritten reads nothing more from the connection and closes it
+// once its pending replies are written, or after drainFor.
+func (c *conn) closeWhenWritten() {
+	c.draining = true
+	if c.canPause && setReading(c.epfd, c.gc, false) == nil {
+		c.paused = true
+	}
+	deadline := time.Now().Add(drainFor)
+	go func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		done := make(chan bool, 1)
+		for range t.C {
+			err := c.loop.later(func() {
+				switch {
+				case c.closed:
+					done <- true
+				case c.gc.OutboundBuffered() == 0 || time.Now().After(deadline):
+					c.loop.closeConn(c)
+					done <- true
+				default:
+					done <- false
+				}
+			})
+			if err != nil || <-done {
+				return // closed, or the loops are stopping
+			}
+		}
+	}()
+}
+
+// drainFor bounds how long a connection closed after a protocol error may
+// take to read the replies before it.
+const drainFor = 10 * time.Second
 
 // flush writes the replies built so far. gnet copies what the socket does
 // not take and sends it when the socket is writable.
@@ -420,7 +470,7 @@ func (c *conn) resume() {
 		// do not pin a burst's copy for the connection's life
 		c.runRaw, c.runFlat, c.runArgs = nil, nil, nil
 	}
-	if c.closed {
+	if c.closed || c.draining {
 		return
 	}
 	if c.serve() {
@@ -471,7 +521,7 @@ func (c *conn) yield() {
 // serveAgain serves input already received (after a yield, or once the
 // batcher has room), unless the connection is closed or waits on a run.
 func (c *conn) serveAgain() {
-	if c.closed || c.busy || c.parked {
+	if c.closed || c.busy || c.parked || c.draining {
 		return
 	}
 	if c.serve() {
