@@ -54,8 +54,8 @@ func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, exp 
 	return true
 }
 
-// Scan implements commands.Store. The records are in key order per
-// shard; a page merges the shards: it takes the first record after pos
+// Scan implements commands.Store. The records are in the tree's order
+// per shard (tree); a page merges the shards: it takes the first record after pos
 // from each shard (one lock at a time), then repeatedly the smallest, and
 // the next after it from that shard. The position is the last key
 // returned, so a record present for the whole scan is returned whatever is
@@ -63,7 +63,10 @@ func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, exp 
 // records, whatever the size of the namespace.
 func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backend.Page, error) {
 	prefix := string(mapKey(nil, ns, nil))
-	from, inclusive := prefix+string(pos), pos == nil
+	from := ""
+	if pos != nil {
+		from = prefix + string(pos)
+	}
 	hs := headsPool.Get().(*headHeap)
 	defer func() {
 		clear(*hs) // drop the values for the GC
@@ -71,7 +74,7 @@ func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backe
 		headsPool.Put(hs)
 	}()
 	for i := range s.shards {
-		if h, ok := s.head(i, prefix, from, inclusive); ok {
+		if h, ok := s.head(i, prefix, from); ok {
 			*hs = append(*hs, h)
 		}
 	}
@@ -83,7 +86,7 @@ func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backe
 			Key:    []byte(h.key[len(prefix):]),
 			Record: backend.Record{Value: h.value, TTLAt: h.ttlAt, Live: h.live},
 		})
-		if next, ok := s.head(h.shard, prefix, h.key, false); ok {
+		if next, ok := s.head(h.shard, prefix, h.key); ok {
 			heap.Push(hs, next)
 		}
 	}
@@ -101,6 +104,7 @@ func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backe
 // returns (a page reads one head per shard, most of which it drops).
 type head struct {
 	shard int
+	order uint64 // in the tree
 	key   string // map key
 	value []byte
 	ttlAt int64
@@ -110,25 +114,29 @@ type head struct {
 // headsPool keeps the heaps of scan pages (shardCount heads each).
 var headsPool = sync.Pool{New: func() any { h := make(headHeap, 0, shardCount); return &h }}
 
-// head reads shard i's first record of the namespace after from.
-func (s *Store) head(i int, prefix, from string, inclusive bool) (head, bool) {
+// head reads shard i's first record of the namespace after from (a map
+// key), or its first when from is empty.
+func (s *Store) head(i int, prefix, from string) (head, bool) {
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	nowMs := s.nowMs()
-	en := sh.after(prefix, from, inclusive, nowMs, &s.opts)
+	it := sh.after(prefix, from, nowMs, &s.opts)
+	en := it.en
 	if en == nil {
 		return head{}, false
 	}
-	return head{shard: i, key: en.key(), value: en.value(), ttlAt: en.ttlAt, live: backend.LiveAt(en.ttlAt, nowMs)}, true
+	return head{shard: i, order: it.h, key: en.key(), value: en.value(), ttlAt: en.ttlAt, live: backend.LiveAt(en.ttlAt, nowMs)}, true
 }
 
 type headHeap []head
 
-func (h headHeap) Len() int           { return len(h) }
-func (h headHeap) Less(i, j int) bool { return h[i].key < h[j].key }
-func (h headHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *headHeap) Push(x any)        { *h = append(*h, x.(head)) }
+func (h headHeap) Len() int { return len(h) }
+func (h headHeap) Less(i, j int) bool {
+	return h[i].order < h[j].order || h[i].order == h[j].order && h[i].key < h[j].key
+}
+func (h headHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *headHeap) Push(x any)   { *h = append(*h, x.(head)) }
 func (h *headHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]

@@ -50,15 +50,14 @@ func packKV(k string, value []byte) string {
 
 // shard is one lock's worth of records.
 //
-// The records are in a B-tree ordered by map key, not a hash map: PK.SCAN
-// walks a namespace in key order, which lets its cursor be the last key
-// returned, good across inserts and deletes. A B-tree of pointers costs
-// about 12 bytes per record against some 40 for a map's buckets, so it is
-// both the index and the smaller one; a lookup costs a dozen key
-// comparisons instead of a hash (see docs/benchmarks.md).
+// The records are in a B-tree, not a hash map: PK.SCAN walks a namespace
+// in the tree's order, which lets its cursor be the last key returned,
+// good across inserts and deletes. A B-tree costs about 20 bytes per
+// record against some 40 for a map's buckets, so it is both the index and
+// the smaller one (see tree).
 type shard struct {
 	mu   sync.Mutex
-	recs *btree.BTreeG[*entry]
+	recs tree
 	// probe is the search key of lookups and scratch holds its bytes, both
 	// reused under mu so that a lookup does not allocate: pointing the
 	// probe at the caller's buffer instead would make that buffer escape
@@ -66,7 +65,10 @@ type shard struct {
 	// allocation per command.
 	probe   entry
 	scratch []byte
-	exp     expiryHeap
+	// hint is the path of the last lookup: a put of the key just looked
+	// up follows it instead of searching again.
+	hint btree.PathHint
+	exp  expiryHeap
 	// pad keeps neighbouring shards' mutexes off one cache line.
 	_ [64]byte
 }
@@ -82,10 +84,6 @@ func (sh *shard) lookup(k []byte, nowMs int64, opts *backend.Options) *entry {
 	return en
 }
 
-func newRecords() *btree.BTreeG[*entry] {
-	return btree.NewBTreeGOptions(func(a, b *entry) bool { return a.key() < b.key() }, btree.Options{NoLocks: true})
-}
-
 // get returns the entry of k, or nil.
 func (sh *shard) get(k []byte) *entry {
 	if len(k) == 0 {
@@ -93,25 +91,33 @@ func (sh *shard) get(k []byte) *entry {
 	}
 	sh.scratch = append(sh.scratch[:0], k...)
 	sh.probe.kv, sh.probe.klen = unsafe.String(unsafe.SliceData(sh.scratch), len(sh.scratch)), uint32(len(sh.scratch))
-	en, _ := sh.recs.Get(&sh.probe)
+	it, _ := sh.recs.t.GetHint(item{h: sh.recs.order(k), en: &sh.probe}, &sh.hint)
 	sh.probe.kv, sh.probe.klen = "", 0
-	return en
+	return it.en
 }
 
-// after returns the first entry whose key starts with prefix and is
-// above from (or at it, when inclusive), skipping those gone at nowMs.
-func (sh *shard) after(prefix, from string, inclusive bool, nowMs int64, opts *backend.Options) *entry {
-	var found *entry
-	sh.probe.kv, sh.probe.klen = from, uint32(len(from))
-	sh.recs.Ascend(&sh.probe, func(en *entry) bool {
+// after returns the first entry of the namespace whose map keys start
+// with prefix that is above from (the map key of the last record
+// returned), or the namespace's first when from is empty, skipping those
+// gone at nowMs.
+func (sh *shard) after(prefix, from string, nowMs int64, opts *backend.Options) (found item) {
+	ns := sh.recs.nsOrder(prefix)
+	start := item{h: ns, en: &sh.probe} // the probe's empty key is below any
+	if from != "" {
+		sh.probe.kv, sh.probe.klen = from, uint32(len(from))
+		start.h = sh.recs.order(unsafe.Slice(unsafe.StringData(from), len(from)))
+	}
+	sh.recs.t.Ascend(start, func(it item) bool {
 		switch {
-		case !strings.HasPrefix(en.key(), prefix):
+		case it.h&^keyBits != ns:
+			return false // past the namespace's range
+		case !strings.HasPrefix(it.en.key(), prefix): // another namespace of the same hash
+		case it.en.key() == from, opts.Gone(it.en.ttlAt, nowMs):
+		default:
+			found = it
 			return false
-		case !inclusive && en.key() == from, opts.Gone(en.ttlAt, nowMs):
-			return true
 		}
-		found = en
-		return false
+		return true
 	})
 	sh.probe.kv, sh.probe.klen = "", 0
 	return found
@@ -120,7 +126,7 @@ func (sh *shard) after(prefix, from string, inclusive bool, nowMs int64, opts *b
 // put stores a fresh record for k (no record must be there).
 func (sh *shard) put(k, value []byte, ttlAt int64) {
 	en := &entry{kv: packKV(unsafe.String(unsafe.SliceData(k), len(k)), value), klen: uint32(len(k)), index: -1}
-	sh.recs.Set(en)
+	sh.recs.t.SetHint(item{h: sh.recs.order(k), en: en}, &sh.hint)
 	sh.setTTL(en, ttlAt)
 }
 
@@ -145,7 +151,7 @@ func (sh *shard) setTTL(en *entry, ttlAt int64) {
 }
 
 func (sh *shard) remove(en *entry) {
-	sh.recs.Delete(en)
+	sh.recs.delete(en)
 	if en.index >= 0 {
 		heap.Remove(&sh.exp, int(en.index))
 	}

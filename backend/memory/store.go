@@ -55,7 +55,7 @@ func newStore(opts backend.Options, interval time.Duration) *Store {
 		done:   make(chan struct{}),
 	}
 	for i := range s.shards {
-		s.shards[i].recs = newRecords()
+		s.shards[i].recs = newTree(s.seed)
 	}
 	go s.sweepEvery(interval)
 	return s

@@ -45,7 +45,7 @@ func (s *Store) sweep() (visited int) {
 					break
 				}
 				heap.Pop(&sh.exp)
-				sh.recs.Delete(en)
+				sh.recs.delete(en)
 				s.swept.Add(1)
 			}
 			sh.mu.Unlock()
