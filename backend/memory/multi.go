@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"crypto/rand"
@@ -60,7 +61,8 @@ func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, exp 
 // the next after it from that shard. The position is the last key
 // returned, so a record present for the whole scan is returned whatever is
 // inserted or deleted meanwhile, and a page holds at most shardCount+count
-// records, whatever the size of the namespace.
+// records, whatever the size of the namespace. A page's records are then
+// sorted by key.
 func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backend.Page, error) {
 	prefix := string(mapKey(nil, ns, nil))
 	from := ""
@@ -92,9 +94,13 @@ func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backe
 	}
 	if hs.Len() == 0 {
 		page.Done = true
-		return page, nil
+	} else {
+		page.Next = page.Records[len(page.Records)-1].Key
 	}
-	page.Next = page.Records[len(page.Records)-1].Key
+	// The tree's order is a hash's, new at each start: a page is sorted by
+	// key, so that replies are the same from run to run, and a namespace
+	// that fits in one page comes back in key order, as on file:.
+	slices.SortFunc(page.Records, func(a, b backend.ScanRecord) int { return bytes.Compare(a.Key, b.Key) })
 	return page, nil
 }
 
