@@ -57,12 +57,20 @@ const (
 	// idle one holds. Larger stores read mostly from sstables and want
 	// more (--file-cache-mb).
 	DefaultCacheBytes = 8 << 20
-	// memTableSize is pebble's default, kept on purpose: every command reads
-	// its key first, and a larger skiplist costs more cache misses per read
-	// than it saves in flushes. BenchmarkPrepareParallel (50 clients, 1M
-	// reservations) measured 2 MiB 26-31k/s, 4 MiB 41-47k/s, 8 MiB 31k/s,
-	// 32 MiB 25k/s on the 2-core development machine.
-	memTableSize = 4 << 20
+	// memTableSize is 1 MiB, a quarter of pebble's default: every command
+	// reads its key first, and with the 8 MiB block cache (sized for a
+	// sidecar) 4 MiB memtables made sstables whose index and filter blocks
+	// no longer stayed in the cache: reads went to the disk and
+	// decompressed them again (block.Reader.doRead and pread took 37% of
+	// the sidecar's CPU at 300k reservations), and the deeper skiplist
+	// costs more cache misses per read. 1 MiB measured better than 512 KiB,
+	// 2 MiB and 4 MiB at every size tried (docs/benchmarks.md, "The embedded
+	// store's speed"): BenchmarkPrepareParallel over 1M reservations 41.5k/s
+	// and 16.4 s of CPU against 34.0k/s and 25.7 s with 4 MiB; the sidecar
+	// at pipeline 16 after 300k reservations 23.5 against 32.5 µs of CPU
+	// per request. (4 MiB was chosen when the cache was 64 MiB, where it
+	// measured best.)
+	memTableSize = 1 << 20
 )
 
 // Store is a commands.Store on a pebble database in one directory.
