@@ -27,12 +27,17 @@ import (
 type Wire interface {
 	// Dial opens a connection ready for requests.
 	Dial(ctx context.Context) (net.Conn, error)
-	// Append appends the request of op.
-	Append(dst []byte, op backend.Op) []byte
-	// Read decodes the reply to op at the start of b; n is 0 until b holds
-	// a complete one. again asks for op to be run again through
-	// Handler.Batch (the backend lost its scripts).
-	Read(b []byte, op backend.Op) (n int, res backend.Result, again bool)
+	// Append appends the requests of a batch's ops: one or a few script
+	// calls, each running several ops (redis.Wire: block.lua, bounded so
+	// that one call holds Redis for at most about a millisecond).
+	Append(dst []byte, ops []backend.Op) []byte
+	// Read decodes, at the start of b, the reply to the first request that
+	// Append wrote for ops, into res[:k]: it answers ops[:k]. n is 0 until b
+	// holds a complete reply. again asks for ops[:k] to be run again
+	// through Handler.Batch (the backend lost its scripts: none of them
+	// ran). Where one request ends must follow from the ops alone, from the
+	// first: the loop calls Read with the ops from the first unanswered.
+	Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int, again bool)
 	// Lost is op's failure when the connection went before its reply.
 	Lost(op backend.Op, cause error) error
 	// Late is the cause given to Lost when no reply came within Timeout.
@@ -84,7 +89,7 @@ type flight struct {
 	calls   commands.Calls
 	res     []backend.Result
 	again   []int // the ops answered "again"
-	read    int   // how many ops have their reply
+	read    int   // how many ops have their reply (a prefix: requests answer in order)
 	sync    bool  // a WireSync request follows the ops, its reply not read yet
 	sent    time.Time
 }
@@ -119,10 +124,7 @@ func (u *upstream) send(conns []*conn) {
 		return
 	}
 	f.res = make([]backend.Result, len(f.calls.Ops))
-	out := u.out[:0]
-	for _, op := range f.calls.Ops {
-		out = u.wire.Append(out, op)
-	}
+	out := u.wire.Append(u.out[:0], f.calls.Ops)
 	if ws, ok := u.wire.(WireSync); ok {
 		out, f.sync = ws.AppendSync(out, f.calls.Ops)
 	}
@@ -181,16 +183,17 @@ func (u *upstream) onTraffic(gc gnet.Conn) (closeIt bool) {
 // returns the bytes used and whether f is complete.
 func (f *flight) readReplies(w Wire, b []byte) (used int, done bool) {
 	for f.read < len(f.calls.Ops) {
-		n, res, again := w.Read(b[used:], f.calls.Ops[f.read])
+		n, k, again := w.Read(b[used:], f.calls.Ops[f.read:], f.res[f.read:])
 		if n == 0 {
 			return used, false
 		}
 		used += n
-		f.res[f.read] = res
 		if again {
-			f.again = append(f.again, f.read)
+			for j := f.read; j < f.read+k; j++ {
+				f.again = append(f.again, j)
+			}
 		}
-		f.read++
+		f.read += k
 	}
 	if f.sync {
 		n := w.(WireSync).ReadSync(b[used:], f.calls.Ops, f.res)

@@ -117,22 +117,28 @@ func (w lineWire) Dial(ctx context.Context) (net.Conn, error) {
 	return d.DialContext(ctx, "tcp", w.addr)
 }
 
-func (w lineWire) Append(dst []byte, op backend.Op) []byte {
-	return fmt.Appendf(dst, "P %s\n", op.Key)
+// Append writes one request line per op; Read answers one op per line.
+func (w lineWire) Append(dst []byte, ops []backend.Op) []byte {
+	for _, op := range ops {
+		dst = fmt.Appendf(dst, "P %s\n", op.Key)
+	}
+	return dst
 }
 
-func (w lineWire) Read(b []byte, op backend.Op) (int, backend.Result, bool) {
+func (w lineWire) Read(b []byte, _ []backend.Op, res []backend.Result) (int, int, bool) {
 	end := bytes.IndexByte(b, '\n')
 	if end < 0 {
-		return 0, backend.Result{}, false
+		return 0, 0, false
 	}
 	switch line := string(b[:end]); line {
 	case "1", "0":
-		return end + 1, backend.Result{OK: line == "1"}, false
+		res[0] = backend.Result{OK: line == "1"}
+		return end + 1, 1, false
 	case "A":
-		return end + 1, backend.Result{}, true
+		return end + 1, 1, true
 	default:
-		return end + 1, backend.Result{Err: errors.New("fake: " + strings.TrimPrefix(line, "E "))}, false
+		res[0] = backend.Result{Err: errors.New("fake: " + strings.TrimPrefix(line, "E "))}
+		return end + 1, 1, false
 	}
 }
 

@@ -25,114 +25,224 @@ const (
 	OpMPrepare  = backend.OpMPrepare
 )
 
-// Batch runs ops, as read from one client connection's pipeline, and sets
+// A block.lua call holds at most maxBlockOps operations (a key change
+// counts 2, a PK.MPREPARE its number of keys) and maxBlockBytes of keys
+// and values: Redis is single-threaded and runs a script whole, so one
+// call must not hold it much longer than a millisecond, which would delay
+// every other client of that Redis. A longer batch is several calls, sent
+// together (one round trip). Measured on Redis 7.0.15 (docs/redis.md,
+// Speed): a block of prepares costs Redis 3.3 µs per prepare, so 128 take
+// about 0.45 ms; 1 MiB of values adds about 0.3 ms.
+const (
+	maxBlockOps   = 128
+	maxBlockBytes = 1 << 20
+)
+
+// blockSpan is how many operations of ops, from the first, go in one
+// block.lua call: at least one unless ops starts with a scan, which is
+// never in a block (it takes round trips of its own), and never past one.
+func blockSpan(ops []Op) int {
+	cost, size := 0, 0
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind == backend.OpScan {
+			return i
+		}
+		c := 1
+		b := len(op.Key) + len(op.Value) + len(op.OldKey) + len(op.OldValue) + len(op.Cond.Value)
+		switch op.Kind {
+		case OpMove:
+			c = 2
+		case OpMPrepare:
+			c = len(op.Entries)
+			for _, e := range op.Entries {
+				b += len(e.Key) + len(e.Value)
+			}
+		}
+		if i > 0 && (cost+c > maxBlockOps || size+b > maxBlockBytes) {
+			return i
+		}
+		cost, size = cost+c, size+b
+	}
+	return len(ops)
+}
+
+// Batch runs ops, as read from client connections' pipelines, and sets
 // res[i] to the outcome of ops[i] (len(res) must be at least len(ops)).
-// It sends them to Redis as one pipeline: one round trip instead of one per
-// op, in order, so ops on one key take effect in the order given. A key
-// change or an MPREPARE across Cluster slots cannot be pipelined: it runs alone, after the
-// ops before it have answered and before the ops after it are sent.
+// The ops go to Redis as block.lua calls (each runs a list of operations
+// as one script), bounded by blockSpan, all sent in one round trip: so
+// Redis runs one script per batch instead of one per command, and the ops
+// take effect in the order given. On a Cluster a script reaches one slot:
+// the ops are grouped by slot, one list per slot (in order within it; ops
+// in different slots touch different keys, so their order does not
+// matter). A key change or an MPREPARE across Cluster slots cannot be in
+// a script: it runs alone, after the ops before it have answered and
+// before the ops after it are sent.
 //
-// After a script cache flush each op that gets NOSCRIPT is sent again with
-// EVAL, in order; an op after it in the same pipeline whose script was
-// still cached has then run first. Only a partly flushed cache (SCRIPT
-// FLUSH between two SCRIPT LOADs) can make that visible.
+// An op that fails inside a script (WRONGTYPE: another type at its key)
+// gets its own error; the others of the list run and are answered. A
+// failure of the call (timeout, lost connection, a Redis error) is each
+// of its ops' failure: they may or may not have run.
+//
+// After a script cache flush a call answered NOSCRIPT did not run: it is
+// sent again with EVAL, which caches the script again.
 func (s *Store) Batch(ctx context.Context, ops []Op, res []Result) {
 	ctx, cancel := s.deadlines.bound(ctx)
 	defer cancel()
-	calls := make([]call, 0, len(ops))
-	at := make([]int, 0, len(ops)) // at[k] is the index in ops of calls[k]
-	flush := func() {
-		s.runBatch(ctx, calls, ops, at, res)
-		calls, at = calls[:0], at[:0]
-	}
+	lo := 0
 	for i := range ops {
 		op := &ops[i]
 		res[i] = Result{}
-		if op.Kind == OpMove && s.composed {
-			if nk, ok := s.keys.recordKey(op.NS, op.Key), s.keys.recordKey(op.NS, op.OldKey); slot(nk) != slot(ok) {
-				flush()
-				res[i].Move, res[i].Err = s.moveAcross(ctx, op.NS, op.Key, op.Value, op.OldKey, op.OldValue, op.Exp)
-				continue
-			}
-		}
-		if op.Kind == OpMPrepare {
-			if _, oneSlot := s.entryKeys(op.Entries); !oneSlot {
-				flush()
-				res[i].OK, res[i].Err = s.mprepareAcross(ctx, op.Entries, op.Exp)
-				continue
-			}
-		}
-		cl, err := s.callFor(op)
-		if err != nil {
-			res[i].Err = err
+		switch {
+		case op.Kind == OpMove && s.composed && slot(s.keys.recordKey(op.NS, op.Key)) != slot(s.keys.recordKey(op.NS, op.OldKey)):
+			s.runBlocks(ctx, ops[lo:i], res[lo:i])
+			res[i].Move, res[i].Err = s.moveAcross(ctx, op.NS, op.Key, op.Value, op.OldKey, op.OldValue, op.Exp)
+		case op.Kind == OpMPrepare && !s.oneSlot(op.Entries):
+			s.runBlocks(ctx, ops[lo:i], res[lo:i])
+			res[i].OK, res[i].Err = s.mprepareAcross(ctx, op.Entries, op.Exp)
+		default:
 			continue
 		}
-		calls = append(calls, cl)
-		at = append(at, i)
+		lo = i + 1
 	}
-	flush()
+	s.runBlocks(ctx, ops[lo:], res[lo:])
 }
 
-// callFor is the one script run of op.
-func (s *Store) callFor(op *Op) (call, error) {
-	switch op.Kind {
-	case OpPrepare:
-		return s.prepareCall(s.keys.recordKey(op.NS, op.Key), op.Value, op.Exp), nil
-	case OpGet:
-		return s.getCall(s.keys.recordKey(op.NS, op.Key)), nil
-	case OpRollback:
-		return s.rollbackCall(s.keys.recordKey(op.NS, op.Key), op.Cond), nil
-	case OpReprepare:
-		return s.reprepareCall(s.keys.recordKey(op.NS, op.Key), op.Value, op.Cond, op.Exp), nil
-	case OpMove:
-		return s.moveCall(s.keys.recordKey(op.NS, op.Key), op.Value, s.keys.recordKey(op.NS, op.OldKey), op.OldValue, op.Exp), nil
-	case OpMPrepare:
-		return s.mprepareCall(op.Entries, op.Exp), nil
-	}
-	return call{}, fmt.Errorf("redis: batch: unknown op kind %d", op.Kind)
+// oneSlot reports whether one script can take entries' keys: not a
+// Cluster, or all in one slot.
+func (s *Store) oneSlot(entries []backend.Entry) bool {
+	_, ok := s.entryKeys(entries)
+	return ok
 }
 
-// runBatch sends calls as one pipeline and decodes the replies into res.
-func (s *Store) runBatch(ctx context.Context, calls []call, ops []Op, at []int, res []Result) {
-	if len(calls) == 0 {
+// block is one block.lua call of a batch: the ops at the indexes at.
+type block struct {
+	call
+	at []int
+}
+
+// runBlocks runs ops (none across slots) as block.lua calls in one round
+// trip and decodes the replies into res.
+func (s *Store) runBlocks(ctx context.Context, ops []Op, res []Result) {
+	if len(ops) == 0 {
+		return
+	}
+	var groups [][]int // indexes in ops: one group, or one per slot
+	var bySlot map[uint16]int
+	if s.composed {
+		bySlot = map[uint16]int{}
+	}
+	for i := range ops {
+		switch ops[i].Kind {
+		case OpPrepare, OpGet, OpRollback, OpReprepare, OpMove, OpMPrepare:
+		default:
+			res[i].Err = fmt.Errorf("redis: batch: unknown op kind %d", ops[i].Kind)
+			continue
+		}
+		g := 0
+		if s.composed {
+			sl := s.opSlot(&ops[i])
+			var ok bool
+			if g, ok = bySlot[sl]; !ok {
+				g = len(groups)
+				bySlot[sl] = g
+				groups = append(groups, nil)
+			}
+		} else if groups == nil {
+			groups = [][]int{make([]int, 0, len(ops))}
+		}
+		groups[g] = append(groups[g], i)
+	}
+	var blocks []block
+	for _, g := range groups {
+		list := make([]Op, len(g))
+		for j, i := range g {
+			list[j] = ops[i]
+		}
+		for len(g) > 0 {
+			k := max(blockSpan(list), 1)
+			cl, err := s.blockCall("batch", list[:k])
+			if err != nil {
+				for _, i := range g[:k] {
+					res[i].Err = err
+				}
+			} else {
+				blocks = append(blocks, block{cl, g[:k]})
+			}
+			g, list = g[k:], list[k:]
+		}
+	}
+	if len(blocks) == 0 {
 		return
 	}
 	c, err := s.conn(ctx)
 	if err != nil {
-		for k, cl := range calls {
-			res[at[k]].Err = s.fail(ctx, cl.op, err)
+		for _, b := range blocks {
+			for _, i := range b.at {
+				res[i].Err = s.fail(ctx, opName(ops[i].Kind), err)
+			}
 		}
 		return
 	}
+	calls := make([]call, len(blocks))
+	for j, b := range blocks {
+		calls[j] = b.call
+	}
 	rs, repl := s.exec(ctx, c, calls)
-	for k, r := range rs {
-		cl := calls[k]
-		res[at[k]] = s.decode(ctx, ops[at[k]].Kind, cl.op, r)
-		if repl != nil && s.writes(cl) && res[at[k]].Err == nil {
-			res[at[k]] = Result{Err: repl}
-		}
+	for j, r := range rs {
+		s.decodeBlock(ctx, r, blocks[j].at, ops, res, repl)
 	}
 }
 
-// decode reads the reply of one op of a batch.
-func (s *Store) decode(ctx context.Context, kind OpKind, op string, r rueidis.RedisResult) Result {
-	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
-		return Result{Err: s.fail(ctx, op, err)}
+// opSlot is the Cluster slot of op's keys (one slot: runBlocks gets no
+// op across slots).
+func (s *Store) opSlot(op *Op) uint16 {
+	if op.Kind == OpMPrepare && len(op.Entries) > 0 {
+		return slot(s.keys.recordKey(op.Entries[0].NS, op.Entries[0].Key))
 	}
-	var res Result
-	var err error
-	switch kind {
-	case OpGet:
-		res.Record, res.Found, err = decodeGet(r)
-	case OpMove:
-		res.Move, err = decodeMove(r)
-	case OpMPrepare:
-		res.OK, err = decodeMPrepare(r)
-	default:
-		res.OK, err = decodeFlag(r)
-	}
+	return slot(s.keys.recordKey(op.NS, op.Key))
+}
+
+// blockCall is the block.lua call of ops.
+func (s *Store) blockCall(name string, ops []Op) (call, error) {
+	keys, args, err := s.blockArgs(ops)
 	if err != nil {
-		return Result{Err: s.fail(ctx, op, err)}
+		return call{}, err
 	}
-	return res
+	writes := false
+	for i := range ops {
+		writes = writes || ops[i].Kind != OpGet
+	}
+	return call{op: name, sc: s.scripts.block, keys: keys, args: args, writes: writes}, nil
+}
+
+// decodeBlock reads the reply r of the block.lua call of the ops at the
+// indexes at into res. repl, when set, is the failure of every write
+// (too few replicas acknowledged).
+func (s *Store) decodeBlock(ctx context.Context, r rueidis.RedisResult, at []int, ops []Op, res []Result, repl error) {
+	failAll := func(err error) {
+		for _, i := range at {
+			res[i] = Result{Err: s.fail(ctx, opName(ops[i].Kind), err)}
+		}
+	}
+	if err := r.Error(); err != nil {
+		failAll(err)
+		return
+	}
+	arr, err := r.ToArray()
+	if err != nil || len(arr) != len(at) {
+		failAll(fmt.Errorf("unexpected reply %v", r))
+		return
+	}
+	for j, i := range at {
+		kind := ops[i].Kind
+		v, err := decodeMsg(kind, arr[j])
+		switch {
+		case err != nil:
+			v = Result{Err: s.fail(ctx, opName(kind), err)}
+		case repl != nil && kind != OpGet:
+			v = Result{Err: repl}
+		}
+		res[i] = v
+	}
 }

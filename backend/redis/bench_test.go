@@ -36,7 +36,7 @@ func BenchmarkPrepare(b *testing.B) {
 	require.NoError(b, err)
 	const parallelism = 25 // × GOMAXPROCS goroutines
 	args := func(i int64) (string, []string) {
-		return "pkbench:{b:" + strconv.FormatInt(i, 10) + "}", []string{"v", "a", "10000", "0"}
+		return "pkbench:{b:" + strconv.FormatInt(i, 10) + "}", []string{"0", "p", "v", "a", "10000"}
 	}
 
 	b.Run("store", func(b *testing.B) {
@@ -71,7 +71,7 @@ func BenchmarkPrepare(b *testing.B) {
 		opt.PoolSize = parallelism * 2 * 2
 		c := goredis.NewClient(opt)
 		b.Cleanup(func() { _ = c.Close() })
-		sha1, err := c.ScriptLoad(context.Background(), prepareLua).Result()
+		sha1, err := c.ScriptLoad(context.Background(), blockLua).Result()
 		require.NoError(b, err)
 		var seq atomic.Int64
 		measure(b, tg, parallelism, func() error {
@@ -141,7 +141,7 @@ func BenchmarkPrepare16(b *testing.B) {
 			cmds := make(rueidis.Commands, depth)
 			for i := range cmds {
 				key := "pkbench:{b:" + strconv.FormatInt(seq.Add(1), 10) + "}"
-				cmds[i] = c.B().Evalsha().Sha1(sha1).Numkeys(1).Key(key).Arg("v", "a", "10000", "0").Build()
+				cmds[i] = c.B().Evalsha().Sha1(sha1).Numkeys(1).Key(key).Arg("0", "p", "v", "a", "10000").Build()
 			}
 			for _, r := range c.DoMulti(context.Background(), cmds...) {
 				if err := r.Error(); err != nil {
@@ -154,7 +154,7 @@ func BenchmarkPrepare16(b *testing.B) {
 }
 
 func loadPrepare(b *testing.B, c rueidis.Client) string {
-	sha1, err := c.Do(context.Background(), c.B().ScriptLoad().Script(prepareLua).Build()).ToString()
+	sha1, err := c.Do(context.Background(), c.B().ScriptLoad().Script(blockLua).Build()).ToString()
 	require.NoError(b, err)
 	return sha1
 }

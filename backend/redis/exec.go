@@ -40,7 +40,11 @@ func (s *Store) Exec(ctx context.Context, ops []Op, res []Result) error {
 	}
 	ctx, cancel := s.deadlines.bound(ctx)
 	defer cancel()
-	r, err := s.run(ctx, call{"exec", s.scripts.block, keys, args})
+	writes := false
+	for i := range ops {
+		writes = writes || ops[i].Kind != OpGet
+	}
+	r, err := s.run(ctx, call{"exec", s.scripts.block, keys, args, writes})
 	if err != nil {
 		return err
 	}
@@ -108,6 +112,9 @@ func (s *Store) appendBlockOp(keys, args []string, op *Op) ([]string, []string, 
 // script's answer is read.
 func decodeMsg(kind OpKind, m rueidis.RedisMessage) (Result, error) {
 	var r Result
+	if err := m.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return r, err // this op's error (WRONGTYPE…); the others ran
+	}
 	var err error
 	switch kind {
 	case OpGet:
@@ -134,7 +141,7 @@ func codeMsg(m rueidis.RedisMessage, valid int64) (int64, error) {
 	return n, nil
 }
 
-// decodeGetMsg reads op_get's nil or {value, ttlAt, live}.
+// decodeGetMsg reads block.lua's answer to a get: nil or {value, ttlAt, live}.
 func decodeGetMsg(m rueidis.RedisMessage) (backend.Record, bool, error) {
 	if m.IsNil() {
 		return backend.Record{}, false, nil

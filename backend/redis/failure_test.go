@@ -206,7 +206,7 @@ func TestScriptFlush(t *testing.T) {
 				ok, err := s.Prepare(ctx, "ns", fmt.Appendf(nil, "k%d", i), []byte("v"), backend.Expiry{})
 				require.NoError(t, err)
 				require.True(t, ok)
-				loaded, err := rc.ScriptExists(ctx, sha(prepareLua)).Result()
+				loaded, err := rc.ScriptExists(ctx, sha(blockLua)).Result()
 				require.NoError(t, err)
 				require.Equal(t, []bool{true}, loaded)
 			}

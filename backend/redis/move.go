@@ -16,18 +16,8 @@ import (
 // when the slots happen to match (or the key prefix holds a hash tag). On a
 // Cluster otherwise it composes two scripts, see moveAcross.
 func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
-	nk, ok := s.keys.recordKey(ns, newKey), s.keys.recordKey(ns, oldKey)
-	if s.composed && slot(nk) != slot(ok) {
-		return s.moveAcross(ctx, ns, newKey, newValue, oldKey, oldValue, exp)
-	}
-	ctx, cancel := s.deadlines.bound(ctx)
-	defer cancel()
-	res, err := s.run(ctx, s.moveCall(nk, newValue, ok, oldValue, exp))
-	if err != nil {
-		return 0, err
-	}
-	mr, err := decodeMove(res)
-	return mr, s.fail(ctx, "move", err)
+	r := s.one(ctx, Op{Kind: OpMove, NS: ns, Key: newKey, Value: newValue, OldKey: oldKey, OldValue: oldValue, Exp: exp})
+	return r.Move, r.Err
 }
 
 // steps are the one-key scripts that a command across Cluster slots is
@@ -45,16 +35,14 @@ func (st steps) Reserve(ctx context.Context, ns string, key, value []byte, exp b
 
 // Release is PK.ROLLBACK key IFEQ value.
 func (st steps) Release(ctx context.Context, ns string, key, value []byte) (bool, error) {
-	ctx, cancel := st.s.deadlines.bound(ctx)
-	defer cancel()
-	return st.s.flag(ctx, st.s.rollbackCall(st.s.keys.recordKey(ns, key), backend.IfEq(value)))
+	r := st.s.one(ctx, Op{Kind: OpRollback, NS: ns, Key: key, Cond: backend.IfEq(value)})
+	return r.OK, r.Err
 }
 
 // Look is PK.GETVALUE key.
 func (st steps) Look(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
-	ctx, cancel := st.s.deadlines.bound(ctx)
-	defer cancel()
-	return st.s.get(ctx, st.s.keys.recordKey(ns, key))
+	r := st.s.one(ctx, Op{Kind: OpGet, NS: ns, Key: key})
+	return r.Record, r.Found, r.Err
 }
 
 // Unreserve runs unreserve.lua: the key is put back as it was (or deleted)
@@ -90,7 +78,7 @@ type replaced struct {
 // reserve runs reserve.lua; prev is nil when the key had no record.
 func (s *Store) reserve(ctx context.Context, rkey string, value []byte, exp backend.Expiry) (prev *replaced, ok bool, err error) {
 	mode, ms := expiryArgs(exp)
-	res, err := s.run(ctx, call{"move", s.scripts.reserve, []string{rkey}, []string{string(value), mode, ms, s.retention}})
+	res, err := s.run(ctx, call{"move", s.scripts.reserve, []string{rkey}, []string{string(value), mode, ms, s.retention}, true})
 	if err != nil {
 		return nil, false, err
 	}
@@ -130,7 +118,7 @@ func (s *Store) unreserve(ctx context.Context, rkey string, value []byte, prev *
 	if prev != nil {
 		args[1], args[2], args[3] = "1", prev.value, prev.ttlAt
 	}
-	_, err := s.flag(ctx, call{"move", s.scripts.unreserve, []string{rkey}, args})
+	_, err := s.flag(ctx, call{"move", s.scripts.unreserve, []string{rkey}, args, true})
 	return err
 }
 

@@ -4,40 +4,18 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redis/rueidis"
-
 	"github.com/prepkey/prepkey/backend"
 )
 
 // MPrepare implements commands.Store. It is one atomic script when every
 // key is in one hash slot (always on standalone and Sentinel): the
-// transactions' block.lua with one operation, op_mprepare of ops.lua. On a Cluster with keys in several slots it is composed,
+// transactions' block.lua with one 'M' operation. On a Cluster with keys in several slots it is composed,
 // backend.ComposeMPrepare: one reserve.lua per key in (namespace, key)
 // order, undone (each only while it holds this command's value) when a
 // key is taken or a step fails.
 func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
-	if _, oneSlot := s.entryKeys(entries); !oneSlot {
-		return s.mprepareAcross(ctx, entries, exp)
-	}
-	ctx, cancel := s.deadlines.bound(ctx)
-	defer cancel()
-	cl := s.mprepareCall(entries, exp)
-	res, err := s.run(ctx, cl)
-	if err != nil {
-		return false, err
-	}
-	ok, err := decodeMPrepare(res)
-	return ok, s.fail(ctx, cl.op, err)
-}
-
-// decodeMPrepare reads block.lua's answer to one PK.MPREPARE: {1} or {0}.
-func decodeMPrepare(res rueidis.RedisResult) (bool, error) {
-	arr, err := res.ToArray()
-	if err != nil || len(arr) != 1 {
-		return false, fmt.Errorf("unexpected reply %v", res)
-	}
-	n, err := codeMsg(arr[0], 1)
-	return n == 1, err
+	r := s.one(ctx, Op{Kind: OpMPrepare, Entries: entries, Exp: exp})
+	return r.OK, r.Err
 }
 
 // entryKeys returns the Redis keys of entries and whether one script can
@@ -52,13 +30,6 @@ func (s *Store) entryKeys(entries []backend.Entry) ([]string, bool) {
 		}
 	}
 	return rkeys, oneSlot
-}
-
-// mprepareCall is block.lua with the one operation of PK.MPREPARE.
-func (s *Store) mprepareCall(entries []backend.Entry, exp backend.Expiry) call {
-	op := backend.Op{Kind: backend.OpMPrepare, Entries: entries, Exp: exp}
-	keys, args, _ := s.appendBlockOp(make([]string, 0, len(entries)), []string{s.retention}, &op)
-	return call{"mprepare", s.scripts.block, keys, args}
 }
 
 // mprepareAcross composes PK.MPREPARE over several Cluster slots. EX/PX

@@ -129,7 +129,7 @@ func TestRestartMidLoad(t *testing.T) {
 	stats, err := rc.Info(context.Background(), "commandstats").Result()
 	require.NoError(t, err)
 	require.Contains(t, stats, "cmdstat_eval:calls=")
-	loaded, err := rc.ScriptExists(context.Background(), sha(prepareLua)).Result()
+	loaded, err := rc.ScriptExists(context.Background(), sha(blockLua)).Result()
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, loaded)
 }

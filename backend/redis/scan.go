@@ -17,7 +17,7 @@ import (
 )
 
 // Scan implements commands.Store with Redis's SCAN on the namespace's keys
-// (MATCH on the namespace's key prefix, TYPE hash), then one get.lua per
+// (MATCH on the namespace's key prefix, TYPE hash), then one block.lua get per
 // key found, pipelined, which reads the record as PK.GETVALUE does (a key
 // deleted in between is skipped). SCAN guarantees that a key present for
 // the whole iteration is returned, and may return one twice: so does
@@ -92,18 +92,22 @@ func (s *Store) scanNode(ctx context.Context, c, node rueidis.Client, ns string,
 		if !ok {
 			continue // not a record of ns (a key of the prefix's own)
 		}
-		cl := s.getCall(rk)
 		keys = append(keys, key)
-		cmds = append(cmds, c.B().Evalsha().Sha1(cl.sc.sha).Numkeys(1).Key(cl.keys...).Arg(cl.args...).Build())
+		cmds = append(cmds, c.B().Evalsha().Sha1(s.scripts.block.sha).Numkeys(1).Key(rk).Arg(s.retention, "g").Build())
 	}
 	for i, r := range c.DoMulti(ctx, cmds...) {
 		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
-			r = s.scripts.get.Exec(ctx, c, []string{s.keys.recordKey(ns, keys[i])}, []string{s.retention})
+			r = s.scripts.block.Exec(ctx, c, []string{s.keys.recordKey(ns, keys[i])}, []string{s.retention, "g"})
 		}
-		if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		if err := r.Error(); err != nil {
 			return backend.Page{}, 0, s.fail(ctx, "scan", err)
 		}
-		rec, found, err := decodeGet(r)
+		arr, err := r.ToArray()
+		if err != nil || len(arr) != 1 {
+			return backend.Page{}, 0, s.fail(ctx, "scan", fmt.Errorf("unexpected reply %v", r))
+		}
+		got, err := decodeMsg(OpGet, arr[0])
+		rec, found := got.Record, got.Found
 		if err != nil {
 			return backend.Page{}, 0, s.fail(ctx, "scan", err)
 		}

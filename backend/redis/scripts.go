@@ -11,39 +11,20 @@ import (
 )
 
 var (
+	//go:embed lua/block.lua
+	blockLua string
 	//go:embed lua/record.lua
 	recordLua string
-	//go:embed lua/ops.lua
-	opsLua string
-	//go:embed lua/prepare.lua
-	prepareBody string
-	//go:embed lua/get.lua
-	getBody string
-	//go:embed lua/rollback.lua
-	rollbackBody string
-	//go:embed lua/reprepare.lua
-	reprepareBody string
-	//go:embed lua/move.lua
-	moveBody string
 	//go:embed lua/reserve.lua
 	reserveBody string
 	//go:embed lua/unreserve.lua
 	unreserveBody string
-	//go:embed lua/block.lua
-	blockBody string
 )
 
-// Each script is record.lua (the shared record rules) followed by its body,
-// so that EVALSHA runs one self-contained source. The scripts of the PK
-// operations have ops.lua (each operation as a function) in between, and
-// block.lua runs a list of those operations.
+// Every PK operation runs in block.lua, self-contained. The two steps of a
+// key change across Cluster slots (rare) are record.lua (the record rules
+// as functions) followed by their body.
 var (
-	prepareLua   = recordLua + opsLua + prepareBody
-	getLua       = recordLua + opsLua + getBody
-	rollbackLua  = recordLua + opsLua + rollbackBody
-	reprepareLua = recordLua + opsLua + reprepareBody
-	moveLua      = recordLua + opsLua + moveBody
-	blockLua     = recordLua + opsLua + blockBody
 	reserveLua   = recordLua + reserveBody
 	unreserveLua = recordLua + unreserveBody
 )
@@ -65,8 +46,8 @@ func newScript(src string) *script {
 
 // scripts are the Lua scripts of the PK commands.
 type scripts struct {
-	prepare, get, rollback, reprepare, move *script
-	// block runs a list of operations as one script (EXEC).
+	// block runs a list of operations as one script: every command, batch
+	// and transaction.
 	block *script
 	// reserve and unreserve are the steps of a key change across slots.
 	reserve, unreserve *script
@@ -74,11 +55,6 @@ type scripts struct {
 
 func loadScripts() scripts {
 	return scripts{
-		prepare:   newScript(prepareLua),
-		get:       newScript(getLua),
-		rollback:  newScript(rollbackLua),
-		reprepare: newScript(reprepareLua),
-		move:      newScript(moveLua),
 		block:     newScript(blockLua),
 		reserve:   newScript(reserveLua),
 		unreserve: newScript(unreserveLua),
@@ -86,7 +62,7 @@ func loadScripts() scripts {
 }
 
 func (sc scripts) all() []*script {
-	return []*script{sc.prepare, sc.get, sc.rollback, sc.reprepare, sc.move, sc.block, sc.reserve, sc.unreserve}
+	return []*script{sc.block, sc.reserve, sc.unreserve}
 }
 
 // load runs SCRIPT LOAD of every script on every node, best effort: a node

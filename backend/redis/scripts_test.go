@@ -23,48 +23,49 @@ func TestScriptsOnAbsentFields(t *testing.T) {
 	tests := []struct {
 		name  string
 		src   string
+		op    string // block.lua's opcode: args are then the operation's, retention last
 		seed  []hash // for KEYS[1], KEYS[2]
 		args  []string
 		want  any
 		after []hash
 		nkeys int
 	}{
-		{name: "prepare absent", src: prepareLua, nkeys: 1,
+		{name: "prepare absent", src: blockLua, op: "p", nkeys: 1,
 			args: []string{"x", "n", "0", "0"}, want: int64(1), after: []hash{{"v": "x", "t": forever}}},
-		{name: "prepare no t", src: prepareLua, nkeys: 1, seed: []hash{{"v": "old"}},
+		{name: "prepare no t", src: blockLua, op: "p", nkeys: 1, seed: []hash{{"v": "old"}},
 			args: []string{"x", "n", "0", "0"}, want: int64(1), after: []hash{{"v": "x", "t": forever}}},
-		{name: "prepare no v", src: prepareLua, nkeys: 1, seed: []hash{{"t": forever}},
+		{name: "prepare no v", src: blockLua, op: "p", nkeys: 1, seed: []hash{{"t": forever}},
 			args: []string{"x", "n", "0", "0"}, want: int64(1), after: []hash{{"v": "x", "t": forever}}},
 
-		{name: "get absent", src: getLua, nkeys: 1, args: []string{"0"}, want: nil, after: []hash{nil}},
-		{name: "get no t", src: getLua, nkeys: 1, seed: []hash{{"v": "old"}},
+		{name: "get absent", src: blockLua, op: "g", nkeys: 1, args: []string{"0"}, want: nil, after: []hash{nil}},
+		{name: "get no t", src: blockLua, op: "g", nkeys: 1, seed: []hash{{"v": "old"}},
 			args: []string{"0"}, want: nil, after: []hash{{"v": "old"}}},
-		{name: "get no v", src: getLua, nkeys: 1, seed: []hash{{"t": forever}},
+		{name: "get no v", src: blockLua, op: "g", nkeys: 1, seed: []hash{{"t": forever}},
 			args: []string{"0"}, want: nil, after: []hash{{"t": forever}}},
 
-		{name: "rollback absent", src: rollbackLua, nkeys: 1, args: []string{"0", "", "0"}, want: int64(0), after: []hash{nil}},
-		{name: "rollback absent ifeq empty", src: rollbackLua, nkeys: 1, args: []string{"1", "", "0"}, want: int64(0), after: []hash{nil}},
-		{name: "rollback no v ifeq empty", src: rollbackLua, nkeys: 1, seed: []hash{{"t": forever}},
+		{name: "rollback absent", src: blockLua, op: "r", nkeys: 1, args: []string{"0", "", "0"}, want: int64(0), after: []hash{nil}},
+		{name: "rollback absent ifeq empty", src: blockLua, op: "r", nkeys: 1, args: []string{"1", "", "0"}, want: int64(0), after: []hash{nil}},
+		{name: "rollback no v ifeq empty", src: blockLua, op: "r", nkeys: 1, seed: []hash{{"t": forever}},
 			args: []string{"1", "", "0"}, want: int64(0), after: []hash{{"t": forever}}},
-		{name: "rollback no t", src: rollbackLua, nkeys: 1, seed: []hash{{"v": "old"}},
+		{name: "rollback no t", src: blockLua, op: "r", nkeys: 1, seed: []hash{{"v": "old"}},
 			args: []string{"0", "", "0"}, want: int64(0), after: []hash{{"v": "old"}}},
 
-		{name: "reprepare absent", src: reprepareLua, nkeys: 1,
+		{name: "reprepare absent", src: blockLua, op: "u", nkeys: 1,
 			args: []string{"x", "0", "", "n", "0", "0"}, want: int64(0), after: []hash{nil}},
-		{name: "reprepare absent keepttl", src: reprepareLua, nkeys: 1,
+		{name: "reprepare absent keepttl", src: blockLua, op: "u", nkeys: 1,
 			args: []string{"x", "0", "", "k", "0", "0"}, want: int64(0), after: []hash{nil}},
-		{name: "reprepare no v ifeq empty", src: reprepareLua, nkeys: 1, seed: []hash{{"t": forever}},
+		{name: "reprepare no v ifeq empty", src: blockLua, op: "u", nkeys: 1, seed: []hash{{"t": forever}},
 			args: []string{"x", "1", "", "n", "0", "0"}, want: int64(0), after: []hash{{"t": forever}}},
-		{name: "reprepare no t", src: reprepareLua, nkeys: 1, seed: []hash{{"v": "old"}},
+		{name: "reprepare no t", src: blockLua, op: "u", nkeys: 1, seed: []hash{{"v": "old"}},
 			args: []string{"x", "0", "", "n", "0", "0"}, want: int64(0), after: []hash{{"v": "old"}}},
 
-		{name: "move both absent", src: moveLua, nkeys: 2,
+		{name: "move both absent", src: blockLua, op: "m", nkeys: 2,
 			args: []string{"x", "", "n", "0", "0"}, want: int64(2), after: []hash{nil, nil}},
-		{name: "move old no v ifeq empty", src: moveLua, nkeys: 2, seed: []hash{nil, {"t": forever}},
+		{name: "move old no v ifeq empty", src: blockLua, op: "m", nkeys: 2, seed: []hash{nil, {"t": forever}},
 			args: []string{"x", "", "n", "0", "0"}, want: int64(2), after: []hash{nil, {"t": forever}}},
-		{name: "move old no t", src: moveLua, nkeys: 2, seed: []hash{nil, {"v": "o"}},
+		{name: "move old no t", src: blockLua, op: "m", nkeys: 2, seed: []hash{nil, {"v": "o"}},
 			args: []string{"x", "o", "n", "0", "0"}, want: int64(2), after: []hash{nil, {"v": "o"}}},
-		{name: "move new no v", src: moveLua, nkeys: 2, seed: []hash{{"t": forever}, {"v": "o", "t": forever}},
+		{name: "move new no v", src: blockLua, op: "m", nkeys: 2, seed: []hash{{"t": forever}, {"v": "o", "t": forever}},
 			args: []string{"x", "o", "n", "0", "0"}, want: int64(1), after: []hash{{"v": "x", "t": forever}, nil}},
 
 		{name: "reserve absent", src: reserveLua, nkeys: 1,
@@ -93,12 +94,17 @@ func TestScriptsOnAbsentFields(t *testing.T) {
 						}
 						t.Cleanup(func() { srv.c.Del(context.Background(), keys[k]) })
 					}
-					got, err := srv.c.Eval(ctx, tt.src, keys, tt.args).Result()
-					if tt.want == nil {
+					args, want := tt.args, tt.want
+					if tt.op != "" { // as the store sends it: a block of one
+						args = append([]string{args[len(args)-1], tt.op}, args[:len(args)-1]...)
+						want = []any{want}
+					}
+					got, err := srv.c.Eval(ctx, tt.src, keys, args).Result()
+					if want == nil {
 						require.ErrorIs(t, err, goredis.Nil)
 					} else {
 						require.NoError(t, err)
-						require.Equal(t, tt.want, got)
+						require.Equal(t, want, got)
 					}
 					for k, key := range keys {
 						h, err := srv.c.HGetAll(ctx, key).Result()

@@ -39,37 +39,11 @@ func condArgs(c backend.Cond) (set, value string) {
 // call is one script run. Building it copies keys and values out of the
 // caller's buffers.
 type call struct {
-	op   string // names the command in errors
-	sc   *script
-	keys []string
-	args []string
-}
-
-func (s *Store) prepareCall(rkey string, value []byte, exp backend.Expiry) call {
-	mode, ms := expiryArgs(exp)
-	return call{"prepare", s.scripts.prepare, []string{rkey}, []string{string(value), mode, ms, s.retention}}
-}
-
-func (s *Store) getCall(rkey string) call {
-	return call{"get", s.scripts.get, []string{rkey}, []string{s.retention}}
-}
-
-func (s *Store) rollbackCall(rkey string, ifeq backend.Cond) call {
-	set, v := condArgs(ifeq)
-	return call{"rollback", s.scripts.rollback, []string{rkey}, []string{set, v, s.retention}}
-}
-
-func (s *Store) reprepareCall(rkey string, value []byte, ifeq backend.Cond, exp backend.Expiry) call {
-	set, v := condArgs(ifeq)
-	mode, ms := expiryArgs(exp)
-	return call{"reprepare", s.scripts.reprepare, []string{rkey},
-		[]string{string(value), set, v, mode, ms, s.retention}}
-}
-
-func (s *Store) moveCall(newKey string, newValue []byte, oldKey string, oldValue []byte, exp backend.Expiry) call {
-	mode, ms := expiryArgs(exp)
-	return call{"move", s.scripts.move, []string{newKey, oldKey},
-		[]string{string(newValue), string(oldValue), mode, ms, s.retention}}
+	op     string // names the command in errors
+	sc     *script
+	keys   []string
+	args   []string
+	writes bool // it may change records (WAIT follows it with ?wait=N)
 }
 
 // run runs one call within ctx, which carries the deadline.
@@ -104,28 +78,7 @@ func decodeFlag(res rueidis.RedisResult) (bool, error) {
 	return n == 1, err
 }
 
-// decodeGet reads get.lua's nil or {value, ttlAt, live}.
-func decodeGet(res rueidis.RedisResult) (backend.Record, bool, error) {
-	if rueidis.IsRedisNil(res.Error()) {
-		return backend.Record{}, false, nil
-	}
-	m, err := res.ToMessage()
-	if err != nil {
-		return backend.Record{}, false, fmt.Errorf("unexpected reply %v", res)
-	}
-	return decodeGetMsg(m)
-}
-
-// decodeMove reads move.lua's 1 moved, 0 new key taken, 2 old key mismatch.
-func decodeMove(res rueidis.RedisResult) (backend.MoveResult, error) {
-	n, err := code(res, 2)
-	if err != nil {
-		return 0, err
-	}
-	return moveResults[n], nil
-}
-
-// moveResults are move.lua's answers 0, 1 and 2.
+// moveResults are block.lua's answers 0, 1 and 2 to a key change.
 var moveResults = [...]backend.MoveResult{backend.NewKeyTaken, backend.Moved, backend.OldKeyMismatch}
 
 // flag runs a call answering 1 or 0.
@@ -138,39 +91,34 @@ func (s *Store) flag(ctx context.Context, cl call) (bool, error) {
 	return ok, s.fail(ctx, cl.op, err)
 }
 
+// one runs op alone: a batch of one, so block.lua with one operation (or,
+// on a Cluster, a composed command across slots).
+func (s *Store) one(ctx context.Context, op Op) Result {
+	var res [1]Result
+	s.Batch(ctx, []Op{op}, res[:])
+	return res[0]
+}
+
 // Prepare implements commands.Store.
 func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
-	ctx, cancel := s.deadlines.bound(ctx)
-	defer cancel()
-	return s.flag(ctx, s.prepareCall(s.keys.recordKey(ns, key), value, exp))
+	r := s.one(ctx, Op{Kind: OpPrepare, NS: ns, Key: key, Value: value, Exp: exp})
+	return r.OK, r.Err
 }
 
 // Get implements commands.Store.
 func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
-	ctx, cancel := s.deadlines.bound(ctx)
-	defer cancel()
-	return s.get(ctx, s.keys.recordKey(ns, key))
-}
-
-func (s *Store) get(ctx context.Context, rkey string) (backend.Record, bool, error) {
-	res, err := s.run(ctx, s.getCall(rkey))
-	if err != nil {
-		return backend.Record{}, false, err
-	}
-	rec, found, err := decodeGet(res)
-	return rec, found, s.fail(ctx, "get", err)
+	r := s.one(ctx, Op{Kind: OpGet, NS: ns, Key: key})
+	return r.Record, r.Found, r.Err
 }
 
 // Rollback implements commands.Store.
 func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
-	ctx, cancel := s.deadlines.bound(ctx)
-	defer cancel()
-	return s.flag(ctx, s.rollbackCall(s.keys.recordKey(ns, key), ifeq))
+	r := s.one(ctx, Op{Kind: OpRollback, NS: ns, Key: key, Cond: ifeq})
+	return r.OK, r.Err
 }
 
 // Reprepare implements commands.Store.
 func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
-	ctx, cancel := s.deadlines.bound(ctx)
-	defer cancel()
-	return s.flag(ctx, s.reprepareCall(s.keys.recordKey(ns, key), value, ifeq, exp))
+	r := s.one(ctx, Op{Kind: OpReprepare, NS: ns, Key: key, Value: value, Cond: ifeq, Exp: exp})
+	return r.OK, r.Err
 }

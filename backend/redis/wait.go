@@ -38,16 +38,13 @@ func (e *ReplicationError) Error() string {
 
 func (e *ReplicationError) Unwrap() error { return e.Err }
 
-// writes reports whether cl changes records (every script but get's).
-func (s *Store) writes(cl call) bool { return cl.sc != s.scripts.get }
-
 // waitFor reports whether calls need a WAIT after them.
 func (s *Store) waitFor(calls []call) bool {
 	if s.target.wait == 0 {
 		return false
 	}
 	for _, cl := range calls {
-		if s.writes(cl) {
+		if cl.writes {
 			return true
 		}
 	}

@@ -77,10 +77,7 @@ func wireBatch(t *testing.T, w *Wire, ops []backend.Op) []backend.Result {
 	nc, err := w.Dial(ctx)
 	require.NoError(t, err)
 	defer nc.Close()
-	var req []byte
-	for _, op := range ops {
-		req = w.Append(req, op)
-	}
+	req := w.Append(nil, ops)
 	req, sync := w.AppendSync(req, ops)
 	require.True(t, sync)
 	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
@@ -100,11 +97,11 @@ func wireBatch(t *testing.T, w *Wire, ops []backend.Op) []backend.Result {
 			buf = append(buf, chunk[:k]...)
 		}
 	}
-	for i, op := range ops {
+	for i := 0; i < len(ops); {
 		read(func(b []byte) int {
-			n, r, again := w.Read(b, op)
+			n, k, again := w.Read(b, ops[i:], res[i:])
 			require.False(t, again)
-			res[i] = r
+			i += k
 			return n
 		})
 	}

@@ -106,58 +106,95 @@ func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
 	return nc.SetDeadline(time.Time{})
 }
 
-// Append appends the request of op: EVALSHA of its script. A scan takes
-// round trips of its own (SCAN, then the reads): it is written as a PING,
-// which keeps its place in the stream, and Read hands it back (again) to
-// go through Batch.
-func (w *Wire) Append(dst []byte, op backend.Op) []byte {
-	if op.Kind == backend.OpScan {
-		dst = redcon.AppendArray(dst, 1)
-		return redcon.AppendBulkString(dst, "PING")
-	}
-	cl, err := w.s.callFor(&op)
-	if err != nil {
-		// Not an op of package backend. Send a request Redis refuses, so
-		// that a reply still comes for it and Read reports a failure.
-		dst = redcon.AppendArray(dst, 1)
-		return redcon.AppendBulkString(dst, "EVALSHA")
-	}
-	dst = redcon.AppendArray(dst, 3+len(cl.keys)+len(cl.args))
-	dst = redcon.AppendBulkString(dst, "EVALSHA")
-	dst = redcon.AppendBulkString(dst, cl.sc.sha)
-	dst = redcon.AppendBulkInt(dst, int64(len(cl.keys)))
-	for _, k := range cl.keys {
-		dst = redcon.AppendBulkString(dst, k)
-	}
-	for _, a := range cl.args {
-		dst = redcon.AppendBulkString(dst, a)
+// Append appends the requests of ops: EVALSHA of block.lua for each run of
+// them that blockSpan bounds (so one per batch unless the batch is long),
+// which Redis runs as one script each. A scan takes round trips of its
+// own (SCAN, then the reads): it is written as a PING, which keeps its
+// place in the stream, and Read hands it back (again) to go through Batch.
+func (w *Wire) Append(dst []byte, ops []backend.Op) []byte {
+	for len(ops) > 0 {
+		k := blockSpan(ops)
+		if k == 0 { // a scan
+			dst = redcon.AppendArray(dst, 1)
+			dst = redcon.AppendBulkString(dst, "PING")
+			ops = ops[1:]
+			continue
+		}
+		keys, args, err := w.s.blockArgs(ops[:k])
+		ops = ops[k:]
+		if err != nil {
+			// Not an op of package backend. Send a request Redis refuses, so
+			// that a reply still comes for it and Read reports a failure.
+			dst = redcon.AppendArray(dst, 1)
+			dst = redcon.AppendBulkString(dst, "EVALSHA")
+			continue
+		}
+		dst = redcon.AppendArray(dst, 3+len(keys)+len(args))
+		dst = redcon.AppendBulkString(dst, "EVALSHA")
+		dst = redcon.AppendBulkString(dst, w.s.scripts.block.sha)
+		dst = redcon.AppendBulkInt(dst, int64(len(keys)))
+		for _, k := range keys {
+			dst = redcon.AppendBulkString(dst, k)
+		}
+		for _, a := range args {
+			dst = redcon.AppendBulkString(dst, a)
+		}
 	}
 	return dst
 }
 
-// Read decodes the reply to op's request at the start of b. n is 0 while b
-// holds no complete reply. again reports NOSCRIPT: the script did not run
-// (Redis restarted or its cache was flushed) and op is to go through Batch,
-// which loads it again. A Redis error reply (LOADING, READONLY, OOM…) is a
-// failure in res.Err, worded as Batch words it.
-func (w *Wire) Read(b []byte, op backend.Op) (n int, res backend.Result, again bool) {
+// Read decodes, at the start of b, the reply to the first request that
+// Append wrote for ops, into res: it covers ops[:k]. n is 0 while b holds
+// no complete reply. again reports that ops[:k] are to go through Batch:
+// NOSCRIPT (the script did not run: Redis restarted or its cache was
+// flushed; Batch loads it again), or a scan. A Redis error reply
+// (LOADING, READONLY, OOM…) is a failure in each res.Err, and an error in
+// the script's array (WRONGTYPE at one key) that op's failure, worded as
+// Batch words them.
+func (w *Wire) Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int, again bool) {
 	n, r := redcon.ReadNextRESP(b)
 	if n == 0 {
-		return 0, res, false
+		return 0, 0, false
 	}
-	if op.Kind == backend.OpScan {
-		return n, res, true // its PING answered; the scan goes through Batch
+	k = blockSpan(ops)
+	if k == 0 {
+		return n, 1, true // a scan's PING answered; the scan goes through Batch
 	}
-	name := opName(op.Kind)
 	if r.Type == redcon.Error {
 		msg := string(r.Data)
 		if strings.HasPrefix(msg, "NOSCRIPT") {
-			return n, res, true
+			return n, k, true
 		}
-		return n, backend.Result{Err: w.s.fail(context.Background(), name, errors.New(msg))}, false
+		for i := range ops[:k] {
+			res[i] = backend.Result{Err: w.s.fail(context.Background(), opName(ops[i].Kind), errors.New(msg))}
+		}
+		return n, k, false
 	}
-	var err error
-	switch op.Kind {
+	var items []redcon.RESP
+	if r.Type == redcon.Array {
+		items = make([]redcon.RESP, 0, k)
+		r.ForEach(func(e redcon.RESP) bool { items = append(items, e); return true })
+	}
+	for i := range ops[:k] {
+		var err error
+		if len(items) != k {
+			err = fmt.Errorf("unexpected reply %q", r.Raw)
+		} else {
+			res[i], err = respResult(ops[i].Kind, items[i])
+		}
+		if err != nil {
+			res[i] = backend.Result{Err: w.s.fail(context.Background(), opName(ops[i].Kind), err)}
+		}
+	}
+	return n, k, false
+}
+
+// respResult decodes one op's answer in block.lua's array.
+func respResult(kind backend.OpKind, r redcon.RESP) (res backend.Result, err error) {
+	if r.Type == redcon.Error {
+		return res, errors.New(string(r.Data))
+	}
+	switch kind {
 	case backend.OpGet:
 		res.Record, res.Found, err = respGet(r)
 	case backend.OpMove:
@@ -165,26 +202,12 @@ func (w *Wire) Read(b []byte, op backend.Op) (n int, res backend.Result, again b
 		if c, err = respCode(r, 2); err == nil {
 			res.Move = moveResults[c]
 		}
-	case backend.OpMPrepare: // block.lua's array of one answer
-		var items []redcon.RESP
-		if r.Type == redcon.Array {
-			r.ForEach(func(e redcon.RESP) bool { items = append(items, e); return true })
-		}
-		err = fmt.Errorf("unexpected reply %q", r.Raw)
-		if len(items) == 1 {
-			var c int64
-			c, err = respCode(items[0], 1)
-			res.OK = c == 1
-		}
 	default:
 		var c int64
 		c, err = respCode(r, 1)
 		res.OK = c == 1
 	}
-	if err != nil {
-		return n, backend.Result{Err: w.s.fail(context.Background(), name, err)}, false
-	}
-	return n, res, false
+	return res, err
 }
 
 // Lost is the failure of op when the connection went before its reply
@@ -233,7 +256,8 @@ func respCode(r redcon.RESP, valid int64) (int64, error) {
 	return n, nil
 }
 
-// respGet reads get.lua's nil or {value, ttlAt, live}, as decodeGet.
+// respGet reads block.lua's answer to a get, nil or {value, ttlAt, live},
+// as decodeGetMsg.
 func respGet(r redcon.RESP) (backend.Record, bool, error) {
 	if r.Type == redcon.Bulk && r.Data == nil {
 		return backend.Record{}, false, nil

@@ -48,15 +48,19 @@ func (ws *wireStore) do(ctx context.Context, op backend.Op) backend.Result {
 		}
 	}
 	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := nc.Write(ws.w.Append(nil, op)); err != nil {
+	ops, res := []backend.Op{op}, make([]backend.Result, 1)
+	if _, err := nc.Write(ws.w.Append(nil, ops)); err != nil {
 		_ = nc.Close()
 		return backend.Result{Err: ws.w.Lost(op, err)}
 	}
 	var buf []byte
 	chunk := make([]byte, 4096)
 	for {
-		n, res, again := ws.w.Read(buf, op)
+		n, k, again := ws.w.Read(buf, ops, res)
 		if n > 0 {
+			if k != 1 {
+				return backend.Result{Err: fmt.Errorf("read %d ops of 1", k)}
+			}
 			select {
 			case ws.conns <- nc:
 			default:
@@ -66,11 +70,9 @@ func (ws *wireStore) do(ctx context.Context, op backend.Op) backend.Result {
 				return backend.Result{Err: fmt.Errorf("%d bytes after the reply", len(buf)-n)}
 			}
 			if again {
-				res := make([]backend.Result, 1)
-				ws.Batch(ctx, []backend.Op{op}, res)
-				return res[0]
+				ws.Batch(ctx, ops, res)
 			}
-			return res
+			return res[0]
 		}
 		k, err := nc.Read(chunk)
 		if err != nil {
@@ -117,12 +119,14 @@ func TestWireScanIsHandedBack(t *testing.T) {
 	s := openStore(t, "redis://127.0.0.1:1", Config{})
 	w := s.Wire()
 	scan := backend.Op{Kind: backend.OpScan, NS: "ns", Count: 10}
-	require.Equal(t, "*1\r\n$4\r\nPING\r\n", string(w.Append(nil, scan)))
-	n, res, again := w.Read([]byte("+PONG\r\n:1\r\n"), scan)
+	ops, res := []backend.Op{scan}, make([]backend.Result, 1)
+	require.Equal(t, "*1\r\n$4\r\nPING\r\n", string(w.Append(nil, ops)))
+	n, k, again := w.Read([]byte("+PONG\r\n:1\r\n"), ops, res)
 	require.Equal(t, 7, n)
+	require.Equal(t, 1, k)
 	require.True(t, again)
-	require.NoError(t, res.Err)
-	n, _, _ = w.Read([]byte("+PON"), scan)
+	require.NoError(t, res[0].Err)
+	n, _, _ = w.Read([]byte("+PON"), ops, res)
 	require.Zero(t, n)
 }
 
@@ -180,23 +184,43 @@ func TestWireRead(t *testing.T) {
 		{"nil for a flag", prepare, "$-1\r\n", backend.Result{}, `redis: prepare: unexpected reply "$-1\r\n"`, false},
 		{"short record", get, "*2\r\n$1\r\nv\r\n$1\r\n0\r\n", backend.Result{}, `redis: get: unexpected reply "*2\r\n$1\r\nv\r\n$1\r\n0\r\n"`, false},
 		{"ttlAt not a number", get, "*3\r\n$1\r\nv\r\n$1\r\nx\r\n:1\r\n", backend.Result{}, `redis: get: unexpected reply "*3\r\n$1\r\nv\r\n$1\r\nx\r\n:1\r\n"`, false},
+		{"the op's own error", prepare, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", backend.Result{},
+			"redis: prepare: WRONGTYPE Operation against a key holding the wrong kind of value", false},
 	}
+	// Each row's reply is the op's answer in block.lua's array of one,
+	// except Redis's own errors, which answer the whole call.
+	whole := map[string]bool{"script flushed": true, "read-only replica": true, "loading": true}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			for cut := range len(r.reply) {
-				n, _, _ := w.Read([]byte(r.reply[:cut]), r.op)
+			reply := r.reply
+			if !whole[r.name] {
+				reply = "*1\r\n" + reply
+			}
+			ops, res := []backend.Op{r.op}, make([]backend.Result, 1)
+			for cut := range len(reply) {
+				n, _, _ := w.Read([]byte(reply[:cut]), ops, res)
 				require.Zero(t, n, "a reply cut at %d bytes is not complete", cut)
 			}
-			n, res, again := w.Read([]byte(r.reply+":1\r\n"), r.op)
-			require.Equal(t, len(r.reply), n)
+			n, k, again := w.Read([]byte(reply+":1\r\n"), ops, res)
+			require.Equal(t, len(reply), n)
+			require.Equal(t, 1, k)
 			require.Equal(t, r.again, again)
 			if r.err != "" {
-				require.EqualError(t, res.Err, r.err)
+				require.EqualError(t, res[0].Err, r.err)
 				return
 			}
-			require.NoError(t, res.Err)
-			require.Equal(t, r.want, res)
+			require.NoError(t, res[0].Err)
+			require.Equal(t, r.want, res[0])
 		})
+	}
+	// A reply that is not an array of one answer per op fails each op.
+	for _, reply := range []string{":1\r\n", "*2\r\n:1\r\n:1\r\n", "*0\r\n"} {
+		res := make([]backend.Result, 1)
+		n, k, again := w.Read([]byte(reply), []backend.Op{prepare}, res)
+		require.Equal(t, len(reply), n)
+		require.Equal(t, 1, k)
+		require.False(t, again)
+		require.EqualError(t, res[0].Err, fmt.Sprintf("redis: prepare: unexpected reply %q", reply))
 	}
 }
 
@@ -252,4 +276,33 @@ func TestWireUnknownOp(t *testing.T) {
 	ok, err := ws.Prepare(context.Background(), "ns", []byte("k"), []byte("v"), backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
+}
+
+// wireRun sends ops over the Wire as package protocol does and reads the
+// replies; none may be answered "again".
+func wireRun(t *testing.T, w *Wire, ops []backend.Op) []backend.Result {
+	t.Helper()
+	nc, err := w.Dial(context.Background())
+	require.NoError(t, err)
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = nc.Write(w.Append(nil, ops))
+	require.NoError(t, err)
+	res := make([]backend.Result, len(ops))
+	var buf []byte
+	chunk := make([]byte, 64<<10)
+	for i := 0; i < len(ops); {
+		n, k, again := w.Read(buf, ops[i:], res[i:])
+		if n == 0 {
+			m, err := nc.Read(chunk)
+			require.NoError(t, err)
+			buf = append(buf, chunk[:m]...)
+			continue
+		}
+		require.False(t, again)
+		require.Positive(t, k)
+		buf, i = buf[n:], i+k
+	}
+	require.Empty(t, buf)
+	return res
 }
