@@ -3,9 +3,17 @@
 # run, with redis-benchmark (-c 50 -n 200000 -r 1000000) at pipeline 1 and 16:
 #
 #   memory:   sidecar PK.PREPARE    vs  SET k v NX PX 60000 on redis-server (no persistence)
-#   file:     sidecar PK.PREPARE    vs  EVALSHA of prepare.lua on redis-server (appendfsync always)
-#   redis://  sidecar PK.PREPARE    vs  EVALSHA of the same script sent directly to the same Redis,
-#             plus CPU time per request of the sidecar and of redis-server
+#   file:     sidecar PK.PREPARE    vs  EVALSHA of the sidecar's script (block.lua, one PK.PREPARE)
+#             on redis-server (appendfsync always)
+#   redis://  sidecar PK.PREPARE … PX 60000  vs  EVALSHA sent directly to the same Redis of
+#             (a) the sidecar's own script, block.lua with one PK.PREPARE, and (b) the minimal
+#             hand-written prepare script, scripts/prepare-minimal.lua (TIME, HGET, compare,
+#             HSET, PEXPIREAT: what an application writes itself); plus CPU time per request
+#             of the sidecar and of redis-server
+#   latency:  one client (-c 1, pipeline 1): p50 and p99 of memory: PK.PREPARE vs SET NX,
+#             file: PK.PREPARE vs EVALSHA (appendfsync always), redis:// PK.GET vs GET and
+#             redis:// PK.PREPARE vs the minimal script (LAT_N requests a run; LAT_N=0 skips;
+#             the GETs read keys never written, on both sides)
 #   mongodb:  sidecar PK.PREPARE on FerretDB (a figure only; small -n), when PK_TEST_MONGO_URI is set
 #
 #   scripts/bench.sh multi: PK.MPREPARE of 2 keys against 2 PK.PREPAREs pipelined (one
@@ -16,7 +24,7 @@
 #             sidecar redis://master PK.PREPARE  vs  the same with ?wait=1, against a master with
 #             one replica, plus EVALSHA sent directly to that master
 #
-# Usage: scripts/bench.sh [wait|multi]   (N=200000 CLIENTS=50 PIPELINES="1 16" ROUNDS=3 to change;
+# Usage: scripts/bench.sh [wait|multi]   (N=200000 CLIENTS=50 PIPELINES="1 16" ROUNDS=3 LAT_N=20000 to change;
 #                                         ONLY="file" runs only the rows of those stores: mem file redis)
 # Needs redis-server, redis-cli and redis-benchmark (apt-get install redis-server redis-tools).
 set -euo pipefail
@@ -84,12 +92,12 @@ if [ "${1:-}" = wait ]; then
 	done
 	sidecar nowait "redis://127.0.0.1:$master_port"
 	sidecar wait1 "redis://127.0.0.1:$master_port?wait=1"
-	sha=$(redis-cli -p "$master_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/ops.lua backend/redis/lua/prepare.lua)")
+	sha=$(redis-cli -p "$master_port" SCRIPT LOAD "$(cat backend/redis/lua/block.lua)")
 	declare -A got
 	add() { got[$1]="${got[$1]:-} $2"; }
 	median() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : 0)}'; }
 	spread() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
-	run_direct() { add "direct$P" "$(rps "$master_port" "$P" "$N" EVALSHA "$sha" 1 "pk:{d$P-$r:k:__rand_int__}" v n 0 86400000)"; }
+	run_direct() { add "direct$P" "$(rps "$master_port" "$P" "$N" EVALSHA "$sha" 1 "pk:{d$P-$r:k:__rand_int__}" 86400000 p v n 0)"; }
 	run_nowait() { add "nowait$P" "$(rps "$nowait_port" "$P" "$N" PK.PREPARE "n$P-$r" "k:__rand_int__" v)"; }
 	run_wait1() { add "wait1$P" "$(rps "$wait1_port" "$P" "$N" PK.PREPARE "w$P-$r" "k:__rand_int__" v)"; }
 	echo "# prepkey bench wait: redis-benchmark -c $CLIENTS -n $N -r $RANGE, median of $ROUNDS rounds, $(nproc) cores, master + 1 replica, redis $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
@@ -101,7 +109,7 @@ if [ "${1:-}" = wait ]; then
 		done
 		echo
 		echo "## pipeline $P"
-		printf '%-52s %8s req/s (%s)\n' "redis-server EVALSHA prepare.lua (direct, master)" "$(median "direct$P")" "$(spread "direct$P")"
+		printf '%-52s %8s req/s (%s)\n' "redis-server EVALSHA block.lua, 1 op (direct, master)" "$(median "direct$P")" "$(spread "direct$P")"
 		printf '%-52s %8s req/s (%s)\n' "sidecar redis:// PK.PREPARE" "$(median "nowait$P")" "$(spread "nowait$P")"
 		printf '%-52s %8s req/s (%s)  %s of no wait\n' "sidecar redis://?wait=1 PK.PREPARE" "$(median "wait1$P")" "$(spread "wait1$P")" \
 			"$(ratio "$(median "wait1$P")" "$(median "nowait$P")")"
@@ -165,10 +173,14 @@ sidecar mem memory:
 sidecar file "file:$work/data"
 sidecar viaredis "redis://127.0.0.1:$plain_port"
 
-sha=$(redis-cli -p "$plain_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/ops.lua backend/redis/lua/prepare.lua)")
-redis-cli -p "$fsync_port" SCRIPT LOAD "$(cat backend/redis/lua/record.lua backend/redis/lua/ops.lua backend/redis/lua/prepare.lua)" >/dev/null
-# The sidecar's Redis key for (ns, key) is pk:{ns:key}; forever, 24h retention.
-evalsha() { echo EVALSHA "$sha" 1 "pk:{$1:k:__rand_int__}" v n 0 86400000; }
+sha=$(redis-cli -p "$plain_port" SCRIPT LOAD "$(cat backend/redis/lua/block.lua)")
+redis-cli -p "$fsync_port" SCRIPT LOAD "$(cat backend/redis/lua/block.lua)" >/dev/null
+minsha=$(redis-cli -p "$plain_port" SCRIPT LOAD "$(cat scripts/prepare-minimal.lua)")
+redis-cli -p "$fsync_port" SCRIPT LOAD "$(cat scripts/prepare-minimal.lua)" >/dev/null
+# The sidecar's Redis key for (ns, key) is pk:{ns:key}; block.lua's
+# arguments are the retention (24h), then the op: p value mode ms.
+evalsha() { echo EVALSHA "$sha" 1 "pk:{$1:k:__rand_int__}" 86400000 p v "${2:-n}" "${3:-0}"; }
+evalmin() { echo EVALSHA "$minsha" 1 "pk:{$1:k:__rand_int__}" v 60000; }
 
 # Every figure is the median of ROUNDS runs; in each round the sidecar and what
 # it is compared to run back to back, so machine noise (large on shared 2-core
@@ -192,13 +204,19 @@ run_file() {
 }
 run_direct() {
 	local c0 c1; c0=$(cpu "$plain_pid")
-	add "direct$P" "$(rps "$plain_port" "$P" "$N" $(evalsha "d$P-$r"))"
+	add "direct$P" "$(rps "$plain_port" "$P" "$N" $(evalsha "d$P-$r" a 60000))"
 	c1=$(cpu "$plain_pid")
 	add "directcpu$P" "$(us $((c1 - c0)))"
 }
+run_minimal() {
+	local c0 c1; c0=$(cpu "$plain_pid")
+	add "minimal$P" "$(rps "$plain_port" "$P" "$N" $(evalmin "n$P-$r"))"
+	c1=$(cpu "$plain_pid")
+	add "minimalcpu$P" "$(us $((c1 - c0)))"
+}
 run_via() {
 	local c0 c1 s0 s1; c0=$(cpu "$plain_pid"); s0=$(cpu "$viaredis_pid")
-	add "via$P" "$(rps "$viaredis_port" "$P" "$N" PK.PREPARE "r$P-$r" "k:__rand_int__" v)"
+	add "via$P" "$(rps "$viaredis_port" "$P" "$N" PK.PREPARE "r$P-$r" "k:__rand_int__" v PX 60000)"
 	c1=$(cpu "$plain_pid"); s1=$(cpu "$viaredis_pid")
 	add "sidecarcpu$P" "$(us $((s1 - s0)))"
 	add "viarediscpu$P" "$(us $((c1 - c0)))"
@@ -208,6 +226,8 @@ run_via() {
 # sidecar binary measured twice in a row after direct EVALSHA gave medians of
 # 0.81x, then 0.75x, of direct over 7 rounds.
 pair() { if [ "$first" = 1 ]; then "$1"; "$2"; else "$2"; "$1"; fi; }
+# trio A B C: the same with three, A B C and C B A alternately.
+trio() { if [ "$first" = 1 ]; then "$1"; "$2"; "$3"; else "$3"; "$2"; "$1"; fi; }
 
 echo "# prepkey bench: redis-benchmark -c $CLIENTS -n $N -r $RANGE, median of $ROUNDS rounds, $(nproc) cores, redis $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
 for P in $PIPELINES; do
@@ -216,7 +236,7 @@ for P in $PIPELINES; do
 		first=$((r % 2))
 		if [[ " $ONLY " == *" mem "* ]]; then pair run_setnx run_mem; fi
 		if [[ " $ONLY " == *" file "* ]]; then pair run_fsync run_file; fi
-		if [[ " $ONLY " == *" redis "* ]]; then pair run_direct run_via; fi
+		if [[ " $ONLY " == *" redis "* ]]; then trio run_direct run_via run_minimal; fi
 	done
 	echo
 	echo "## pipeline $P"
@@ -226,12 +246,13 @@ for P in $PIPELINES; do
 		row "sidecar memory: PK.PREPARE" "mem$P" "$(ratio "$(median "mem$P")" "$(median "setnx$P")") of SET NX"
 	fi
 	if [[ " $ONLY " == *" file "* ]]; then
-		row "redis-server EVALSHA prepare.lua (appendfsync always)" "fsync$P"
+		row "redis-server EVALSHA block.lua 1 op (appendfsync always)" "fsync$P"
 		row "sidecar file: PK.PREPARE" "file$P" "$(ratio "$(median "file$P")" "$(median "fsync$P")") of EVALSHA fsync; sidecar CPU $(median "filecpu$P") us/req"
 	fi
 	if [[ " $ONLY " == *" redis "* ]]; then
-		row "redis-server EVALSHA prepare.lua (direct)" "direct$P" "redis CPU $(median "directcpu$P") us/req"
-		row "sidecar redis:// PK.PREPARE" "via$P" "$(ratio "$(median "via$P")" "$(median "direct$P")") of direct; sidecar CPU $(median "sidecarcpu$P") us/req, redis CPU $(median "viarediscpu$P") us/req"
+		row "redis-server EVALSHA block.lua 1 op PX (direct)" "direct$P" "redis CPU $(median "directcpu$P") us/req"
+		row "redis-server EVALSHA prepare-minimal.lua (direct)" "minimal$P" "redis CPU $(median "minimalcpu$P") us/req"
+		row "sidecar redis:// PK.PREPARE PX" "via$P" "$(ratio "$(median "via$P")" "$(median "minimal$P")") of minimal, $(ratio "$(median "via$P")" "$(median "direct$P")") of block.lua; sidecar CPU $(median "sidecarcpu$P") us/req, redis CPU $(median "viarediscpu$P") us/req"
 	fi
 	if [ -n "${PK_TEST_MONGO_URI:-}" ]; then
 		# FerretDB serialises writes on SQLite: 8 clients, a long timeout.
@@ -240,3 +261,53 @@ for P in $PIPELINES; do
 		printf '%-52s %8s req/s  (-c 8 -n 300, one run; FerretDB, no target)\n' "sidecar mongodb: PK.PREPARE" "$mn"
 	fi
 done
+
+# Latency at one client: p50 and p99 (redis-benchmark -c 1 --csv), each
+# pair in both orders alternately, median of the rounds' percentiles.
+LAT_N=${LAT_N:-20000}
+[ "$LAT_N" -gt 0 ] || exit 0
+# lat NAME PORT ARGS...: one -c 1 run; adds NAME.p50 and NAME.p99 in us.
+lat() {
+	local name=$1 port=$2; shift 2
+	local line; line=$(redis-benchmark -p "$port" -c 1 -n "$LAT_N" -r "$RANGE" -P 1 --csv "$@" 2>/dev/null | awk 'NR==2')
+	add "$name.p50" "$(awk -F'"' '{printf "%d", $10 * 1000}' <<<"$line")"
+	add "$name.p99" "$(awk -F'"' '{printf "%d", $14 * 1000}' <<<"$line")"
+}
+lat_setnx() { lat setnx "$plain_port" SET "ls$r:k:__rand_int__" v NX PX 60000; }
+lat_mem() { lat mem "$mem_port" PK.PREPARE "lm$r" "k:__rand_int__" v PX 60000; }
+lat_fsync() { lat fsync "$fsync_port" $(evalsha "lf$r"); }
+lat_file() { lat file "$file_port" PK.PREPARE "lf$r" "k:__rand_int__" v; }
+lat_get() { lat get "$plain_port" GET "pk:{lg:k:__rand_int__}"; }
+lat_pkget() { lat pkget "$viaredis_port" PK.GET lg "k:__rand_int__"; }
+lat_min() { lat min "$plain_port" $(evalmin "ln$r"); }
+lat_via() { lat via "$viaredis_port" PK.PREPARE "lr$r" "k:__rand_int__" v PX 60000; }
+for r in $(seq "$ROUNDS"); do
+	first=$((r % 2))
+	if [[ " $ONLY " == *" mem "* ]]; then pair lat_setnx lat_mem; fi
+	if [[ " $ONLY " == *" file "* ]]; then pair lat_fsync lat_file; fi
+	if [[ " $ONLY " == *" redis "* ]]; then pair lat_get lat_pkget; pair lat_min lat_via; fi
+done
+echo
+echo "## latency, 1 client (-c 1 -n $LAT_N, pipeline 1): p50 / p99 in us"
+lrow() {
+	local p50 p99; p50=$(median "$2.p50"); p99=$(median "$2.p99")
+	local extra=""
+	if [ -n "${3:-}" ]; then
+		extra="adds $((p50 - $(median "$3.p50"))) us at p50, $((p99 - $(median "$3.p99"))) at p99"
+	fi
+	printf '%-52s %6s / %-6s %s\n' "$1" "$p50" "$p99" "$extra"
+}
+if [[ " $ONLY " == *" mem "* ]]; then
+	lrow "redis-server SET NX PX" setnx
+	lrow "sidecar memory: PK.PREPARE PX" mem setnx
+fi
+if [[ " $ONLY " == *" file "* ]]; then
+	lrow "redis-server EVALSHA block.lua (appendfsync always)" fsync
+	lrow "sidecar file: PK.PREPARE" file fsync
+fi
+if [[ " $ONLY " == *" redis "* ]]; then
+	lrow "redis-server GET" get
+	lrow "sidecar redis:// PK.GET" pkget get
+	lrow "redis-server EVALSHA prepare-minimal.lua" min
+	lrow "sidecar redis:// PK.PREPARE PX" via min
+fi
