@@ -2,11 +2,9 @@ package memory
 
 import (
 	"container/heap"
-	"strings"
+	"hash/maphash"
 	"sync"
 	"unsafe"
-
-	"github.com/tidwall/btree"
 
 	"github.com/prepkey/prepkey/backend"
 )
@@ -48,26 +46,12 @@ func packKV(k string, value []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// shard is one lock's worth of records.
-//
-// The records are in a B-tree, not a hash map: PK.SCAN walks a namespace
-// in the tree's order, which lets its cursor be the last key returned,
-// good across inserts and deletes. A B-tree costs about 20 bytes per
-// record against some 40 for a map's buckets, so it is both the index and
-// the smaller one (see tree).
+// shard is one lock's worth of records: those whose hash begins with the
+// shard's index (shardBits bits).
 type shard struct {
 	mu   sync.Mutex
-	recs tree
-	// probe is the search key of lookups and scratch holds its bytes, both
-	// reused under mu so that a lookup does not allocate: pointing the
-	// probe at the caller's buffer instead would make that buffer escape
-	// to the heap (the B-tree compares through a func value), one
-	// allocation per command.
-	probe   entry
-	scratch []byte
-	// hint is the path of the last lookup: a put of the key just looked
-	// up follows it instead of searching again.
-	hint btree.PathHint
+	seed maphash.Seed // the store's
+	recs table
 	exp  expiryHeap
 	// pad keeps neighbouring shards' mutexes off one cache line.
 	_ [64]byte
@@ -76,7 +60,7 @@ type shard struct {
 // lookup returns the record of k, deleting it first if it has outlived its
 // retention, so that no call sees a record the sweep has not reached yet.
 func (sh *shard) lookup(k []byte, nowMs int64, opts *backend.Options) *entry {
-	en := sh.get(k)
+	en := sh.recs.get(hashKey(sh.seed, k), k)
 	if en != nil && opts.Gone(en.ttlAt, nowMs) {
 		sh.remove(en)
 		return nil
@@ -84,49 +68,10 @@ func (sh *shard) lookup(k []byte, nowMs int64, opts *backend.Options) *entry {
 	return en
 }
 
-// get returns the entry of k, or nil.
-func (sh *shard) get(k []byte) *entry {
-	if len(k) == 0 {
-		return nil
-	}
-	sh.scratch = append(sh.scratch[:0], k...)
-	sh.probe.kv, sh.probe.klen = unsafe.String(unsafe.SliceData(sh.scratch), len(sh.scratch)), uint32(len(sh.scratch))
-	it, _ := sh.recs.t.GetHint(item{h: sh.recs.order(k), en: &sh.probe}, &sh.hint)
-	sh.probe.kv, sh.probe.klen = "", 0
-	return it.en
-}
-
-// after returns the first entry of the namespace whose map keys start
-// with prefix that is above from (the map key of the last record
-// returned), or the namespace's first when from is empty, skipping those
-// gone at nowMs.
-func (sh *shard) after(prefix, from string, nowMs int64, opts *backend.Options) (found item) {
-	ns := sh.recs.nsOrder(prefix)
-	start := item{h: ns, en: &sh.probe} // the probe's empty key is below any
-	if from != "" {
-		sh.probe.kv, sh.probe.klen = from, uint32(len(from))
-		start.h = sh.recs.order(unsafe.Slice(unsafe.StringData(from), len(from)))
-	}
-	sh.recs.t.Ascend(start, func(it item) bool {
-		switch {
-		case it.h&^keyBits != ns:
-			return false // past the namespace's range
-		case !strings.HasPrefix(it.en.key(), prefix): // another namespace of the same hash
-		case it.en.key() == from, opts.Gone(it.en.ttlAt, nowMs):
-		default:
-			found = it
-			return false
-		}
-		return true
-	})
-	sh.probe.kv, sh.probe.klen = "", 0
-	return found
-}
-
 // put stores a fresh record for k (no record must be there).
 func (sh *shard) put(k, value []byte, ttlAt int64) {
 	en := &entry{kv: packKV(unsafe.String(unsafe.SliceData(k), len(k)), value), klen: uint32(len(k)), index: -1}
-	sh.recs.t.SetHint(item{h: sh.recs.order(k), en: en}, &sh.hint)
+	sh.recs.insert(hashKey(sh.seed, k), en)
 	sh.setTTL(en, ttlAt)
 }
 
@@ -151,7 +96,8 @@ func (sh *shard) setTTL(en *entry, ttlAt int64) {
 }
 
 func (sh *shard) remove(en *entry) {
-	sh.recs.delete(en)
+	k := en.key()
+	sh.recs.remove(hashKey(sh.seed, unsafe.Slice(unsafe.StringData(k), len(k))), en)
 	if en.index >= 0 {
 		heap.Remove(&sh.exp, int(en.index))
 	}

@@ -19,8 +19,13 @@ import (
 )
 
 // shardCount is a power of two well above the cores a sidecar runs on, so
-// that two busy keys rarely share a lock.
-const shardCount = 256
+// that two busy keys rarely share a lock. A record's shard is the first
+// shardBits bits of its hash, so that the shards, one after the other,
+// hold the records in the order of their hashes (see table, Scan).
+const (
+	shardBits  = 8
+	shardCount = 1 << shardBits
+)
 
 // sweepInterval is how often expired records past their retention are
 // deleted. Calls treat them as absent before that anyway.
@@ -55,7 +60,7 @@ func newStore(opts backend.Options, interval time.Duration) *Store {
 		done:   make(chan struct{}),
 	}
 	for i := range s.shards {
-		s.shards[i].recs = newTree(s.seed)
+		s.shards[i].recs, s.shards[i].seed = newTable(), s.seed
 	}
 	go s.sweepEvery(interval)
 	return s
@@ -80,7 +85,7 @@ func mapKey(buf []byte, ns string, key []byte) []byte {
 }
 
 func (s *Store) shardOf(k []byte) int {
-	return int(maphash.Bytes(s.seed, k) % shardCount)
+	return int(hashKey(s.seed, k) >> (64 - shardBits))
 }
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }

@@ -45,7 +45,7 @@ func (s *Store) sweep() (visited int) {
 					break
 				}
 				heap.Pop(&sh.exp)
-				sh.recs.delete(en)
+				sh.remove(en) // (no longer in the heap: remove leaves it)
 				s.swept.Add(1)
 			}
 			sh.mu.Unlock()
