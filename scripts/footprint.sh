@@ -8,13 +8,24 @@
 # Usage: scripts/footprint.sh      (DURATION=30 BACKENDS="memory file redis" to change)
 # RSS is reported whole and split into anonymous memory (the process's own)
 # and file pages (the binary's code and data mapped from disk, shared with
-# every process running the same file and reclaimable by the kernel).
+# every process running the same file and reclaimable by the kernel). The
+# file pages are split again by the binary's segments: code (.text),
+# read-only data (.rodata, the type descriptors, .gopclntab: the function
+# tables the runtime reads to walk stacks) and data (.data, .noptrdata, the
+# pages not yet written). The kernel maps file pages 64 KiB around each page
+# fault (fault-around), so a page touched once at start costs 64 KiB of RSS:
+# docs/benchmarks.md, "Footprint", says what touches them.
+# SHARED=N (default 3; 0 skips) also starts N idle memory: sidecars of the
+# same binary and prints each one's PSS, where a page mapped by N processes
+# counts 1/N in each: what a node pays per sidecar when its pods run the
+# same image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-30}
 STARTS=${STARTS:-7}
 BACKENDS=${BACKENDS:-"memory file redis"}
+SHARED=${SHARED:-3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/prepkey-footprint.XXXXXX")
 pids=()
 cleanup() {
@@ -28,7 +39,16 @@ CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/sidecar" ./cmd/sidec
 echo "binary: $(stat -c %s "$work/sidecar") bytes (CGO_ENABLED=0 -trimpath -ldflags='-s -w')"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-mem() { awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {printf "rss=%.1fMB (anon %.1f, file %.1f)", r/1024, a/1024, f/1024}' "/proc/$1/status"; }
+mem() {
+	awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {printf "rss=%.1fMB (anon %.1f, file %.1f", r/1024, a/1024, f/1024}' "/proc/$1/status"
+	# The binary's file pages per segment: a mapping's Rss less its
+	# Anonymous (the written, copied-on-write pages of its data).
+	awk -v bin="$work/sidecar" '
+		/^[0-9a-f]+-[0-9a-f]+ / {cur = ($6 == bin) ? $2 : ""; next}
+		cur != "" && /^Rss:/ {f[cur] += $2}
+		cur != "" && /^Anonymous:/ {f[cur] -= $2}
+		END {printf ": code %.1f, rodata %.1f, data %.1f)", f["r-xp"]/1024, f["r--p"]/1024, f["rw-p"]/1024}' "/proc/$1/smaps"
+}
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14+$15)*1000000/hz)}' "/proc/$1/stat"; }
 
 redis_port=
@@ -91,3 +111,22 @@ PY
 	sorted=($(printf '%s\n' "${starts[@]}" | sort -n))
 	echo "$b: start-up to first PONG median ${sorted[$((STARTS / 2))]} ms, least ${sorted[0]} ms (${starts[*]}); idle $idle; at 1000 req/s for ${DURATION}s $busy; CPU $(awk -v c=$((c1 - c0)) -v d="$DURATION" 'BEGIN {printf "%.1f%%", c/d/1e4}') of a core"
 done
+
+# PSS of SHARED idle sidecars running the same binary (memory:).
+if (( SHARED > 0 )); then
+	shared=()
+	for i in $(seq "$SHARED"); do
+		port=$(free_port)
+		"$work/sidecar" --listen "127.0.0.1:$port" --backend memory: --log-level warn &
+		shared+=($!)
+		pids+=($!)
+		until [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ]; do :; done
+	done
+	sleep 2
+	each=()
+	for p in "${shared[@]}"; do
+		each+=("$(awk '/^Rss:/ {r=$2} /^Pss_Anon:/ {a=$2} /^Pss_File:/ {f=$2} END {printf "%.1fMB (anon %.1f, file %.1f; rss %.1f)", (a+f)/1024, a/1024, f/1024, r/1024}' "/proc/$p/smaps_rollup")")
+	done
+	echo "memory: $SHARED idle sidecars of one binary, PSS of each: ${each[*]}"
+	kill "${shared[@]}"
+fi
