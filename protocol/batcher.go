@@ -41,6 +41,8 @@ type batcher struct {
 	srv     *Server
 	timer   *time.Timer  // the loop's wait for a job; stopped while unused
 	jobs    atomic.Int32 // jobs still at the store (maxJobsInFlight)
+	work    chan *job    // unbuffered: a job for a worker that waits (dispatch)
+	workers atomic.Int32 // workers alive (dispatch)
 
 	onLoop []*conn // runs for the next batch on the loop; the loop's own
 
@@ -66,7 +68,7 @@ const onLoopBudget = 5 * time.Millisecond
 
 func newBatcher(s *Server, loop connLoop) *batcher {
 	b := &batcher{handler: s.handler, loop: loop, srv: s, timer: time.NewTimer(time.Hour),
-		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), work: make(chan *job)}
 	b.timer.Stop()
 	if s.cfg.Wire != nil {
 		b.up = newUpstream(s, s.cfg.Wire, loop)

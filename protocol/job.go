@@ -80,8 +80,47 @@ func startJob(s *Server, loop connLoop, conns []*conn, b *batcher, waited bool) 
 		j.expire(fmt.Errorf("no answer within %s: %d batches still at the backend", j.timeout, maxJobsInFlight))
 		return j
 	}
-	go j.run(s.handler)
+	if b == nil {
+		go j.run(s.handler)
+		return j
+	}
+	b.dispatch(j)
 	return j
+}
+
+// dispatch hands j to one of the batcher's workers that waits for a job,
+// or to a new one when none waits (the others are at the store, maybe held
+// there by a hung disk). A worker lives on after its job: at pipeline 1 a
+// goroutine per batch, its stack grown again through pebble's commit each
+// time, cost about 4 % of the sidecar's CPU (runtime.newproc and
+// runtime.newstack; docs/benchmarks.md, "The embedded store's speed"). At
+// most maxJobsInFlight workers live on; past them (a job that ends while
+// the next is dispatched) a job gets a goroutine of its own.
+func (b *batcher) dispatch(j *job) {
+	select {
+	case b.work <- j:
+		return
+	default:
+	}
+	if b.workers.Add(1) <= maxJobsInFlight {
+		go b.worker(j)
+		return
+	}
+	b.workers.Add(-1)
+	go j.run(b.handler)
+}
+
+// worker runs jobs until the batcher stops.
+func (b *batcher) worker(j *job) {
+	defer b.workers.Add(-1)
+	for {
+		j.run(b.handler)
+		select {
+		case j = <-b.work:
+		case <-b.stop:
+			return
+		}
+	}
 }
 
 // run is the job's goroutine: the store calls, each bounded by the

@@ -424,3 +424,22 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 		require.False(t, bt.offLoop.Load())
 	}
 }
+
+// TestBatchWorkersLiveOn: one batch after another goes to the same worker
+// goroutine, not to a new one per batch (dispatch). A batch that ends just
+// as the next is sent may leave a second worker; never one per batch.
+func TestBatchWorkersLiveOn(t *testing.T) {
+	h := &echoHandler{batches: true}
+	addr, srv := serveServer(t, Config{}, h)
+	a := dialLines(t, addr)
+	for i := range 200 {
+		a.send(echoReq(i))
+		a.expect(fmt.Sprintf(":%d\r\n", i))
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	require.Len(t, srv.batchers, 1)
+	for _, b := range srv.batchers {
+		require.LessOrEqual(t, b.workers.Load(), int32(2))
+	}
+}
