@@ -127,3 +127,36 @@ func TestServerClock(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestLayoutForeverOverExpired: a forever record written over an expired
+// one keeps no Redis expiry (block.lua skips PERSIST only when HSET added
+// both fields, that is on a key that held no record).
+func TestLayoutForeverOverExpired(t *testing.T) {
+	f := startFake(t)
+	s := openStore(t, f.url(), Config{KeyPrefix: "pk:", Options: backend.Options{Retention: time.Hour}})
+	rc := goredis.NewClient(&goredis.Options{Addr: f.Addr()})
+	t.Cleanup(func() { _ = rc.Close() })
+	ctx := context.Background()
+	expires := func(rkey string) int64 {
+		exp, err := rc.Do(ctx, "PEXPIRETIME", rkey).Int64()
+		require.NoError(t, err)
+		return exp
+	}
+	ok, err := s.Prepare(ctx, "ns", []byte("fresh"), []byte("v"), backend.Expiry{})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(-1), expires("pk:{ns:fresh}"))
+
+	ok, err = s.Prepare(ctx, "ns", []byte("k"), []byte("v1"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Positive(t, expires("pk:{ns:k}"))
+	f.advance(2 * time.Second)
+	ok, err = s.Prepare(ctx, "ns", []byte("k"), []byte("v2"), backend.Expiry{})
+	require.NoError(t, err)
+	require.True(t, ok, "the record had expired")
+	require.Equal(t, int64(-1), expires("pk:{ns:k}"))
+	h, err := rc.HGetAll(ctx, "pk:{ns:k}").Result()
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"v": "v2", "t": "0"}, h)
+}

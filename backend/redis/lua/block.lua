@@ -83,14 +83,22 @@ while a <= n do
   local reply = 0
   -- The operation's width, and its write when it makes one: wn keys from
   -- KEYS[k] get the values from ARGV[wv] on, with the expiry at ARGV[am]
-  -- (mode, ms); ex: a key written may have had a Redis expiry before.
+  -- (mode, ms).
   local nk, na = 1, 1
-  local wn, wv, am, ex = 0, 0, 0, false
+  local wn, wv, am = 0, 0, 0
   local keepT, keepTs
-  -- redis.pcall: a read that fails (WRONGTYPE) is this operation's answer.
-  local r = redis.pcall('HMGET', KEYS[k], 'v', 't')
-  local t = r.err == nil and r[1] and r[2] and tonumber(r[2])
-  if r.err then
+  -- The first read of the operation's key. redis.pcall: a read that fails
+  -- (WRONGTYPE) is this operation's answer. A prepare needs only t (HGET;
+  -- HEXISTS v only when t is live, which is rare), the others v and t.
+  local r, t
+  if c == 'p' then
+    r = redis.pcall('HGET', KEYS[k], 't')
+    t = type(r) == 'string' and tonumber(r)
+  else
+    r = redis.pcall('HMGET', KEYS[k], 'v', 't')
+    t = r.err == nil and r[1] and r[2] and tonumber(r[2])
+  end
+  if type(r) == 'table' and r.err then
     reply = r
     if c == 'm' then
       nk, na = 2, 5
@@ -102,8 +110,8 @@ while a <= n do
     end
   elseif c == 'p' then
     na = 4
-    if not (t and (t == 0 or now < t)) then
-      reply, wn, wv, am, ex = 1, 1, a + 1, a + 2, (r[1] or r[2]) and true
+    if not (t and (t == 0 or now < t) and redis.call('HEXISTS', KEYS[k], 'v') == 1) then
+      reply, wn, wv, am = 1, 1, a + 1, a + 2
     end
   elseif c == 'g' then
     reply = false
@@ -119,7 +127,7 @@ while a <= n do
   elseif c == 'u' then
     na = 6
     if t and (t == 0 or now < t) and (ARGV[a + 2] ~= '1' or r[1] == ARGV[a + 3]) then
-      reply, wn, wv, am, ex = 1, 1, a + 1, a + 4, true
+      reply, wn, wv, am = 1, 1, a + 1, a + 4
       keepT, keepTs = t, r[2]
     end
   elseif c == 'm' then
@@ -131,7 +139,7 @@ while a <= n do
         reply = o
       elseif ot and o[1] == ARGV[a + 2] and (ot == 0 or now < ot + retention) then
         redis.call('DEL', KEYS[k + 1])
-        reply, wn, wv, am, ex = 1, 1, a + 1, a + 3, (r[1] or r[2]) and true
+        reply, wn, wv, am = 1, 1, a + 1, a + 3
       else
         reply = 2
       end
@@ -153,15 +161,15 @@ while a <= n do
         reply = 0
         break
       end
-      ex = ex or ((r[1] or r[2]) and true)
     end
     if reply == 1 then
       wn, wv, am = nk, a + 4, a + 2
     end
   end
   -- The write: HSET, then the Redis expiry, ttlAt + retention, or none for
-  -- a forever record (or one past 2^53 ms). An absolute time is stored as
-  -- given, so no precision is lost past 2^53.
+  -- a forever record (or one past 2^53 ms): PERSIST, unless HSET added
+  -- both fields (the key held no record: it had no expiry of ours). An
+  -- absolute time is stored as given, so no precision is lost past 2^53.
   if wn > 0 then
     local mode, ms = ARGV[am], ARGV[am + 1]
     local ttlAt, ts = 0, '0'
@@ -183,7 +191,7 @@ while a <= n do
       end
       if ttlAt ~= 0 and ttlAt + retention <= 9007199254740991 then
         redis.call('PEXPIREAT', KEYS[k + i], ttlAt + retention)
-      elseif ex then
+      elseif w < 2 then
         redis.call('PERSIST', KEYS[k + i])
       end
     end
