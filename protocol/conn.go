@@ -69,10 +69,12 @@ type conn struct {
 	runArgs          [][][]byte // the run's commands, each a slice of runFlat
 
 	// Counting for INFO and metrics (stats.go): the loop's counters, when
-	// the current read began, the commands answered since.
+	// the current read began, the commands answered since (and how many
+	// the loop answered), counted at once when their replies are written.
 	stats    *loopStats
 	began    time.Time
 	notes    []pendingNote
+	answered int64
 	lastName []byte
 	lastIdx  int
 
@@ -151,7 +153,7 @@ func (c *conn) traffic() (closeIt bool) {
 		c.flow()
 		return false
 	}
-	if c.serve() {
+	if c.serveAt(c.active) {
 		return true
 	}
 	c.flow()
@@ -163,8 +165,15 @@ func (c *conn) traffic() (closeIt bool) {
 // run waits on the store, or the connection has had its turn (maxServe).
 // It writes the replies and reports whether the connection is to be
 // closed.
-func (c *conn) serve() (closeIt bool) {
-	c.began = time.Now()
+func (c *conn) serve() (closeIt bool) { return c.serveAt(time.Now()) }
+
+// serveAt is serve of input that was there at began (traffic's reading of
+// the clock serves for the latencies too).
+func (c *conn) serveAt(began time.Time) (closeIt bool) {
+	c.began = began
+	// What it answered is counted on every way out, a close included (a
+	// way out that wrote the replies has counted them already).
+	defer c.flushNotes()
 	served := 0
 again:
 	// It looks at a window of the input: gnet copies what it peeks when
@@ -533,7 +542,7 @@ func (c *conn) serveAgain() {
 
 // dispatch answers one command on the loop.
 func (c *conn) dispatch(args [][]byte) {
-	c.srv.processed.Add(1)
+	c.answered++ // counted with the notes (INFO, off the loop, flushes them first: goBusy)
 	at := len(c.out.b)
 	c.answer(args)
 	c.note(args[0], at)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -385,41 +386,53 @@ func (s *Server) Stats() Snapshot {
 	return snap
 }
 
-// pendingNote is n commands of one kind answered, one after the other, in
-// the current read, waiting for the time their replies are written: the
-// commands of a read share their latency, so a pipeline of one command
-// costs two atomic adds for its latencies, not two per command.
+// pendingNote is n commands of one kind and one outcome answered, one
+// after the other, in the current read, waiting for the time their replies
+// are written: the commands of a read share their latency and are counted
+// together, so a pipeline of 16 PK.PREPAREs costs three atomic adds for
+// its counts and latencies, not two per command.
 type pendingNote struct {
-	idx int
-	n   uint64
+	idx int32
+	o   Outcome
+	n   uint32
 }
 
 // note counts the reply that the command named name wrote to out from at;
-// its latency is counted when the replies are written (see flushNotes). A
-// command that went off the loop is counted where its work ends.
+// it is counted when the replies are written (see flushNotes). A command
+// that went off the loop is counted where its work ends.
 func (c *conn) note(name []byte, at int) {
 	if c.busy || at >= len(c.out.b) {
 		return
 	}
 	o, p := classifyWire(c.out.b[at:])
-	idx := c.statIndex(name)
-	c.srv.stats.count(c.stats, idx, o, p)
-	if k := len(c.notes) - 1; k >= 0 && c.notes[k].idx == idx {
+	idx := int32(c.statIndex(name))
+	if p != "" {
+		c.srv.stats.countError(c.stats, p) // rare: at once
+	}
+	if k := len(c.notes) - 1; k >= 0 && c.notes[k].idx == idx && c.notes[k].o == o && c.notes[k].n < math.MaxUint32 {
 		c.notes[k].n++
 		return
 	}
-	c.notes = append(c.notes, pendingNote{idx: idx, n: 1})
+	c.notes = append(c.notes, pendingNote{idx: idx, o: o, n: 1})
 }
 
-// flushNotes counts the latency of the commands noted since the read
-// began, now that their replies are written.
+// flushNotes counts the commands noted since the read began, and their
+// latency, now that their replies are written; and the commands the loop
+// answered (total_commands_processed). INFO runs off the loop, after
+// goBusy has called it: it counts every command before it.
 func (c *conn) flushNotes() {
+	if c.answered > 0 {
+		c.srv.processed.Add(c.answered)
+		c.answered = 0
+	}
 	if len(c.notes) == 0 {
 		return
 	}
 	took := uint64(max(time.Since(c.began), 0))
 	for _, n := range c.notes {
-		c.stats.cmds[n.idx].latency.observeN(took, n.n, LatencyBounds)
+		cc := &c.stats.cmds[n.idx]
+		cc.outcomes[n.o].Add(uint64(n.n))
+		cc.latency.observeN(took, uint64(n.n), LatencyBounds)
 	}
 	c.notes = c.notes[:0]
 }

@@ -224,3 +224,59 @@ func TestInfoStatsMulti(t *testing.T) {
 	require.Equal(t, "1", pairs["cmdstat_exec"]["calls"])
 	require.Equal(t, map[string]string{"calls": "2", "rejected_calls": "0", "failed_calls": "0"}, without(pairs["cmdstat_pk.prepare"], "usec", "usec_per_call"))
 }
+
+// TestInfoCountsPipelineBefore: commands answered on the loop are counted
+// together once their replies are written; an INFO pipelined behind them in
+// the same write counts them all the same, and a connection closed by a
+// protocol error after them has them counted.
+func TestInfoCountsPipelineBefore(t *testing.T) {
+	st := memory.New(backend.Options{})
+	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
+	addr, srv := serveServer(t, Config{InlineStore: true, Backend: "memory"}, h)
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	c := &infoClient{t: t, nc: nc, rd: bufio.NewReader(nc)}
+	_, err = nc.Write([]byte(req("PK.PREPARE", "ns", "a", "v") + req("PK.PREPARE", "ns", "a", "v") + req("PING") +
+		req("INFO", "commandstats", "stats")))
+	require.NoError(t, err)
+	c.do(":1\r\n")
+	c.do(":0\r\n")
+	c.do("+PONG\r\n")
+	_, fields, pairs := parseInfo(t, readBulk(t, c))
+	require.Equal(t, map[string]string{"calls": "2", "rejected_calls": "0", "failed_calls": "0"}, without(pairs["cmdstat_pk.prepare"], "usec", "usec_per_call"))
+	require.Equal(t, "1", pairs["cmdstat_ping"]["calls"])
+	require.Equal(t, "4", fields["total_commands_processed"]) // INFO among them
+
+	// A pipeline cut by a protocol error: what was answered before it is
+	// counted once the connection is closed.
+	other, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Write([]byte(req("PK.PREPARE", "ns", "b", "v") + req("PK.GET", "ns", "b") + "$3\r\nbad\r\n"))
+	require.NoError(t, err)
+	_, _ = io.ReadAll(other) // replies, the error, then the close
+	require.Eventually(t, func() bool {
+		for _, cs := range srv.Stats().Commands {
+			if cs.Name == "pk.get" {
+				return cs.Calls() == 1
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond)
+}
+
+// readBulk reads one bulk string reply.
+func readBulk(t *testing.T, c *infoClient) string {
+	t.Helper()
+	_ = c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	head, err := c.rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, byte('$'), head[0], head)
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	require.NoError(t, err)
+	body := make([]byte, n+2)
+	_, err = io.ReadFull(c.rd, body)
+	require.NoError(t, err)
+	return string(body[:n])
+}
