@@ -19,12 +19,8 @@ type Batcher interface {
 // IsPK reports whether name is a PK command, in any case.
 func (h *Handler) IsPK(name []byte) bool { return h.lookup(name) != nil }
 
-// Batches reports whether the store takes a batch at once (a Batcher);
-// otherwise Batch is one store call after the other.
-func (h *Handler) Batches() bool {
-	_, ok := h.store.(Batcher)
-	return ok
-}
+// Drive is how the store declares it is to be driven (Store.Drive).
+func (h *Handler) Drive() backend.Drive { return h.store.Drive() }
 
 // Batch answers cmds, PK commands from one or several connections, in
 // order, writing replies[i] for cmds[i]. Requests refused by validation are

@@ -60,6 +60,7 @@ func (f *fakeStore) Move(_ context.Context, ns string, newKey, newValue, oldKey,
 }
 
 func (f *fakeStore) Ping(context.Context) error { return f.err }
+func (f *fakeStore) Drive() backend.Drive       { return backend.DriveCalls }
 
 func copyCond(c backend.Cond) backend.Cond {
 	if c.Value != nil {

@@ -50,4 +50,8 @@ type Store interface {
 	Secret(ctx context.Context) ([]byte, error)
 	// Ping reports whether the store can serve commands now.
 	Ping(ctx context.Context) error
+	// Drive declares, once, how the server is to take commands to the
+	// store: on its event loop, in batches, over each loop's own
+	// connection, or one call at a time (see backend.Drive).
+	Drive() backend.Drive
 }

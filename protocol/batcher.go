@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 )
 
@@ -70,7 +71,7 @@ func newBatcher(s *Server, loop connLoop) *batcher {
 	b := &batcher{handler: s.handler, loop: loop, srv: s, timer: time.NewTimer(time.Hour),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), work: make(chan *job)}
 	b.timer.Stop()
-	if s.cfg.Wire != nil {
+	if s.drive == backend.DriveWire {
 		b.up = newUpstream(s, s.cfg.Wire, loop)
 	}
 	go b.run()

@@ -93,7 +93,7 @@ func TestReadPause(t *testing.T) {
 // widened for them, is answered after them. (Their replies are small: gnet
 // writes what is pending at a close only as far as the socket takes it.)
 func TestLargeRequestsAndRefusal(t *testing.T) {
-	addr := serve(t, Config{InlineStore: true, MaxBulk: 8 << 20}, &echoHandler{})
+	addr := serve(t, Config{MaxBulk: 8 << 20}, &echoHandler{inline: true})
 	c := dialLines(t, addr)
 	big := strings.Repeat("x", 5<<20) // past peekWindow
 	notInt := "-ERR value is not an integer or out of range\r\n"
@@ -113,7 +113,7 @@ func TestLargeRequestsAndRefusal(t *testing.T) {
 // it before the close, as Redis writes them (the close used to write them
 // only as far as the socket took them).
 func TestRepliesBeforeRefusalWritten(t *testing.T) {
-	addr := serve(t, Config{InlineStore: true, MaxBulk: 8 << 20}, &echoHandler{})
+	addr := serve(t, Config{MaxBulk: 8 << 20}, &echoHandler{inline: true})
 	c := dialLines(t, addr)
 	big := strings.Repeat("x", 5<<20)
 	c.send(req("ECHO", big) + req("PING") + req("ECHO", big) + "*1\r\n$-5\r\n")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/redcon"
 
+	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 )
 
@@ -392,9 +393,10 @@ func (c *conn) flush() {
 
 // batched reports whether the command named name goes to the store in a
 // run: a PK command after AUTH (before it, dispatch refuses it), unless the
-// store answers from memory, which dispatch calls directly.
+// store answers from memory (backend.DriveInline), which dispatch calls
+// directly.
 func (c *conn) batched(name []byte) bool {
-	return c.authed && !c.srv.cfg.InlineStore && c.srv.handler.IsPK(name)
+	return c.authed && c.srv.drive != backend.DriveInline && c.srv.handler.IsPK(name)
 }
 
 // extendRun adds to the run the complete PK commands that follow it in buf

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 )
 
@@ -36,6 +37,7 @@ type job struct {
 	timeout time.Duration
 	began   time.Time
 	b       *batcher // the loop's batcher, or nil for a store that does not batch
+	chunk   int      // commands per store call (jobChunk; 1 for backend.DriveCalls)
 
 	progress atomic.Int64 // when the store last answered, in ns since began
 	mu       sync.Mutex
@@ -71,7 +73,10 @@ const jobChunk = 1024
 // job resumes the connections itself.
 func startJob(s *Server, loop connLoop, conns []*conn, b *batcher, waited bool) *job {
 	j := &job{loop: loop, conns: conns, cmds: runsOf(conns), timeout: s.cfg.BackendTimeout,
-		began: time.Now(), b: b, answered: make(chan struct{})}
+		began: time.Now(), b: b, chunk: jobChunk, answered: make(chan struct{})}
+	if s.drive == backend.DriveCalls {
+		j.chunk = 1
+	}
 	if !waited {
 		j.state.Store(jobLeft)
 	}
@@ -126,10 +131,7 @@ func (b *batcher) worker(j *job) {
 // run is the job's goroutine: the store calls, each bounded by the
 // timeout. After an expiry it sends no more.
 func (j *job) run(h Handler) {
-	chunk := jobChunk
-	if !h.Batches() {
-		chunk = 1
-	}
+	chunk := j.chunk
 	j.mu.Lock()
 	j.watchdog = time.AfterFunc(j.timeout, j.watch)
 	j.mu.Unlock()

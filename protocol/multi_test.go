@@ -83,12 +83,12 @@ func TestTransactionQueueing(t *testing.T) {
 		inline bool
 		h      *echoHandler
 	}{
-		"inline":    {true, &echoHandler{}},
+		"inline":    {true, &echoHandler{inline: true}},
 		"goroutine": {false, &echoHandler{}},
 		"batched":   {false, &echoHandler{batches: true}},
 	}
 	for pname, p := range paths {
-		addr := serve(t, Config{InlineStore: p.inline}, p.h)
+		addr := serve(t, Config{}, p.h)
 		for _, tc := range cases {
 			t.Run(pname+"/"+tc.name, func(t *testing.T) {
 				nc, rd := dialRd(t, addr)
@@ -218,13 +218,13 @@ func TestTransactionPipelineOrder(t *testing.T) {
 		inline bool
 		h      *echoHandler
 	}{
-		"inline":    {true, &echoHandler{}},
+		"inline":    {true, &echoHandler{inline: true}},
 		"goroutine": {false, &echoHandler{delay: 50 * time.Microsecond}},
 		"batched":   {false, &echoHandler{batches: true, delay: 200 * time.Microsecond}},
 	}
 	for name, p := range paths {
 		t.Run(name, func(t *testing.T) {
-			addr := serve(t, Config{InlineStore: p.inline, EventLoops: 2}, p.h)
+			addr := serve(t, Config{EventLoops: 2}, p.h)
 			const clients, each = 6, 600
 			eachClient(t, addr, clients, func(cl int, nc net.Conn) {
 				var stream, want strings.Builder
@@ -259,7 +259,7 @@ func TestTransactionPipelineOrder(t *testing.T) {
 // in the middle of EXEC's array, as Redis does.
 func TestTransactionRESP3(t *testing.T) {
 	h := commands.New(memory.New(backend.Options{}), commands.DefaultLimits, nil)
-	addr := serve(t, Config{InlineStore: true}, h)
+	addr := serve(t, Config{}, h)
 	nc, rd := dialRd(t, addr)
 	exchange(t, nc, rd, req("HELLO", "3")+req("MULTI")+req("PK.PREPARE", "ns", "k", "v")+req("PK.GET", "ns", "nope")+
 		req("PK.GETVALUE", "ns", "nope")+req("PK.GETVALUE", "ns", "k")+req("EXEC"), "")

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 )
 
@@ -34,9 +35,9 @@ type Handler interface {
 	// Batch runs several PK commands, in order, so a store can serve them
 	// in one round trip or one fsync.
 	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
-	// Batches reports whether Batch takes a batch to the store at once;
-	// if not, it is one store call after the other.
-	Batches() bool
+	// Drive is how the store declares it is to be driven (backend.Drive);
+	// the Server decides every PK command's path from it (New).
+	Drive() backend.Drive
 	// Calls parses and validates PK commands for a Wire, answering the
 	// refused ones.
 	Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls
@@ -73,15 +74,13 @@ type Config struct {
 	Version string
 	// Backend names the backend kind for INFO (memory, file, redis, mongodb).
 	Backend string
-	// InlineStore says the store answers from memory without waiting, so
-	// PK commands are answered as they are read; otherwise they go to the
-	// store in batches (see batcher).
-	InlineStore bool
 	// IdleTimeout, when positive, closes a client connection that has sent
 	// nothing for that long and waits on no store work (Redis's timeout).
 	IdleTimeout time.Duration
-	// Wire, when set, is how each event loop reaches the store itself
-	// (see Wire); Handler.Batch remains for when that connection is down.
+	// Wire is how each event loop reaches a store that declares
+	// backend.DriveWire over a connection of its own (see Wire);
+	// Handler.Batch remains for when that connection is down. Without it
+	// such a store is driven as backend.DriveBatch.
 	Wire Wire
 	// BackendTimeout bounds every store call (--backend-timeout): past it
 	// the commands get -UNAVAILABLE, whatever the store does (default 2s).
@@ -97,6 +96,8 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	handler Handler
+	// drive is how PK commands reach the store (driveOf), decided once.
+	drive   backend.Drive
 	backend Pinger
 	started time.Time
 	// connCmds is the table of connection commands.
@@ -133,9 +134,36 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	if cfg.BackendTimeout <= 0 {
 		cfg.BackendTimeout = 2 * time.Second
 	}
-	return &Server{cfg: cfg, handler: handler, backend: backend, started: time.Now(),
+	return &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
 		conns: make(map[*conn]struct{}), batchers: make(map[connLoop]*batcher), connCmds: connCmds,
 		stats: newStats(connCmds), runID: newRunID()}
+}
+
+// driveOf is the one place that decides how PK commands reach the store:
+// as the store declares (Handler.Drive), except that a store declared
+// backend.DriveWire without a Config.Wire is driven backend.DriveBatch,
+// its path while the loop's connection is down. Everything else reads
+// Server.drive:
+//   - DriveInline: PK commands are answered on the loop as they are read
+//     (conn.batched is false, conn.dispatch calls Handler.Do);
+//   - DriveBatch and DriveWire: each loop has a batcher (batcherFor), and
+//     with DriveWire the batcher has the loop's own connection (upstream);
+//   - DriveCalls: each run is a job of its own, one command per store call.
+func driveOf(cfg Config, h Handler) backend.Drive {
+	if h == nil { // a Server that only counts (tests)
+		return backend.DriveCalls
+	}
+	d := h.Drive()
+	if d == backend.DriveWire && cfg.Wire == nil {
+		d = backend.DriveBatch
+	}
+	return d
+}
+
+// batches reports whether runs of a loop's connections join in batches,
+// on the loop's batcher.
+func (s *Server) batches() bool {
+	return s.drive == backend.DriveBatch || s.drive == backend.DriveWire
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -231,9 +259,10 @@ func (s *Server) forget(c *conn) {
 }
 
 // batcherFor is the batcher of loop, started on first use; nil when the
-// store does not batch, and PK runs go on goroutines of their own.
+// store does not batch (PK runs go on goroutines of their own) or answers
+// on the loop.
 func (s *Server) batcherFor(loop connLoop) *batcher {
-	if !s.handler.Batches() {
+	if !s.batches() {
 		return nil
 	}
 	s.mu.Lock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 )
 
@@ -22,7 +23,8 @@ import (
 // off it, one call at a time or in batches, so that the server's paths are
 // tested without a store.
 type echoHandler struct {
-	batches bool
+	inline  bool          // declares backend.DriveInline
+	batches bool          // declares backend.DriveBatch (else DriveCalls)
 	delay   time.Duration // each call or batch waits this long, as a store would
 
 	mu      sync.Mutex
@@ -32,7 +34,16 @@ type echoHandler struct {
 }
 
 func (h *echoHandler) IsPK(name []byte) bool { return strings.EqualFold(string(name), "PK.ECHO") }
-func (h *echoHandler) Batches() bool         { return h.batches }
+
+func (h *echoHandler) Drive() backend.Drive {
+	switch {
+	case h.inline:
+		return backend.DriveInline
+	case h.batches:
+		return backend.DriveBatch
+	}
+	return backend.DriveCalls
+}
 
 func (h *echoHandler) Do(_ context.Context, args [][]byte) (commands.Reply, bool) {
 	if !h.IsPK(args[0]) {
@@ -132,14 +143,14 @@ func TestPipelineOrder(t *testing.T) {
 		inline bool
 		h      *echoHandler
 	}{
-		"inline":    {true, &echoHandler{}},
+		"inline":    {true, &echoHandler{inline: true}},
 		"goroutine": {false, &echoHandler{delay: 50 * time.Microsecond}},
 		"batched":   {false, &echoHandler{batches: true, delay: 200 * time.Microsecond}},
 	}
 	for name, p := range paths {
 		t.Run(name, func(t *testing.T) {
 			// Three loops: several batchers, connections spread over them.
-			addr := serve(t, Config{InlineStore: p.inline, EventLoops: 3}, p.h)
+			addr := serve(t, Config{EventLoops: 3}, p.h)
 			const clients, each = 8, 3000
 			eachClient(t, addr, clients, func(cl int, nc net.Conn) {
 				var want strings.Builder
@@ -301,7 +312,7 @@ func TestShutdownAnswersInFlight(t *testing.T) {
 func TestLargeRequests(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run(fmt.Sprint("inline=", inline), func(t *testing.T) {
-			addr := serve(t, Config{InlineStore: inline, MaxBulk: 1 << 20}, &echoHandler{batches: true})
+			addr := serve(t, Config{MaxBulk: 1 << 20}, &echoHandler{inline: inline, batches: true})
 			nc, err := net.Dial("tcp", addr)
 			require.NoError(t, err)
 			defer nc.Close()

@@ -22,6 +22,12 @@ import (
 // backend that is away would.
 type failingGets struct{ *memory.Store }
 
+// oneByOne is a store driven one call at a time, off the loop, whatever it
+// declares itself.
+type oneByOne struct{ commands.Store }
+
+func (oneByOne) Drive() backend.Drive { return backend.DriveCalls }
+
 func (f failingGets) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
 	if string(key) == "down" {
 		return backend.Record{}, false, errors.New("connection refused")
@@ -103,9 +109,12 @@ func (c *infoClient) info(args ...string) string {
 func TestInfoStats(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run("inline="+strconv.FormatBool(inline), func(t *testing.T) {
-			st := failingGets{memory.New(backend.Options{})}
+			var st commands.Store = failingGets{memory.New(backend.Options{})}
+			if !inline {
+				st = oneByOne{st}
+			}
 			h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-			addr, _ := serveServer(t, Config{MaxClients: 7, InlineStore: inline, Backend: "memory", Version: "9.9"}, h)
+			addr, _ := serveServer(t, Config{MaxClients: 7, Backend: "memory", Version: "9.9"}, h)
 			nc, err := net.Dial("tcp", addr)
 			require.NoError(t, err)
 			defer nc.Close()
@@ -208,7 +217,7 @@ func TestClassifyWire(t *testing.T) {
 func TestInfoStatsMulti(t *testing.T) {
 	st := memory.New(backend.Options{})
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-	addr, _ := serveServer(t, Config{InlineStore: true, Backend: "memory"}, h)
+	addr, _ := serveServer(t, Config{Backend: "memory"}, h)
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer nc.Close()
@@ -232,7 +241,7 @@ func TestInfoStatsMulti(t *testing.T) {
 func TestInfoCountsPipelineBefore(t *testing.T) {
 	st := memory.New(backend.Options{})
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-	addr, srv := serveServer(t, Config{InlineStore: true, Backend: "memory"}, h)
+	addr, srv := serveServer(t, Config{Backend: "memory"}, h)
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer nc.Close()

@@ -160,6 +160,9 @@ type batchingMemory struct {
 	hold, entered chan struct{}
 }
 
+// Drive: the tests reach it over lineWire.
+func (m *batchingMemory) Drive() backend.Drive { return backend.DriveWire }
+
 func (m *batchingMemory) holdNext(hold, entered chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

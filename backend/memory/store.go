@@ -292,3 +292,7 @@ func knownOp(k backend.OpKind) bool {
 
 // Ping implements commands.Store: memory is always there.
 func (s *Store) Ping(context.Context) error { return nil }
+
+// Drive declares that the store answers from memory without waiting: on
+// the event loop.
+func (s *Store) Drive() backend.Drive { return backend.DriveInline }

@@ -258,6 +258,16 @@ func (s *Store) Close() error {
 // Topology reports how the Redis behind the URL is deployed.
 func (s *Store) Topology() Topology { return s.target.topology }
 
+// Drive declares how the server is to reach Redis: a standalone Redis over
+// each event loop's own connection (Wire), otherwise in batches through the
+// rueidis client, which follows failovers and slots and speaks TLS.
+func (s *Store) Drive() backend.Drive {
+	if s.Wire() != nil {
+		return backend.DriveWire
+	}
+	return backend.DriveBatch
+}
+
 // Ping reports whether Redis answers now: PING on standalone and Sentinel
 // (through the client's current master), CLUSTER INFO with cluster_state:ok
 // on a Cluster.

@@ -26,23 +26,21 @@ func openFile(dir string, opts backend.Options, cacheBytes, minFree int64) (stor
 	return disk.OpenTuned(dir, opts, disk.Tuning{CacheBytes: cacheBytes, MinFreeBytes: minFree})
 }
 
-func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (store, error) {
-	return redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout, Logger: log})
+// openRedis opens a Redis store and, when it declares backend.DriveWire (a
+// standalone Redis), its Wire.
+func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (store, protocol.Wire, error) {
+	s, err := redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.Drive() == backend.DriveWire {
+		return s, s.Wire(), nil
+	}
+	return s, nil, nil
 }
 
 func openMongo(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (store, error) {
 	return mongo.Open(ctx, c.backendURL, mongo.Config{Options: opts, Timeout: c.backendTimeout, Logger: log})
-}
-
-// wireOf is the backend's Wire, for the event loops to reach it over their
-// own connections, or nil.
-func wireOf(st store) protocol.Wire {
-	if rs, ok := st.(*redis.Store); ok {
-		if w := rs.Wire(); w != nil {
-			return w
-		}
-	}
-	return nil
 }
 
 // netListen opens a listening socket.

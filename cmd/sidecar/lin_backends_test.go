@@ -229,7 +229,7 @@ func TestLinearizabilityCatchesBrokenPrepare(t *testing.T) {
 	t.Parallel()
 	seed := linSeed(t)
 	st := brokenPrepare{memory.New(backend.Options{})}
-	srv := protocol.New(protocol.Config{InlineStore: true}, commands.New(st, commands.DefaultLimits, nil), st)
+	srv := protocol.New(protocol.Config{}, commands.New(st, commands.DefaultLimits, nil), st)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()

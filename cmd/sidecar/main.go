@@ -66,7 +66,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	ctx, stop := signalContext()
 	defer stop()
 
-	st, kind, err := openInterruptible(ctx, cfg, log)
+	st, kind, wire, err := openInterruptible(ctx, cfg, log)
 	if errors.Is(err, errInterrupted) {
 		fmt.Fprintf(stderr, "sidecar: %v\n", err)
 		return 1
@@ -103,9 +103,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
 		Version: version,
 		Backend: kind,
-		// The memory store answers without waiting: on the event loop.
-		InlineStore:    kind == "memory",
-		Wire:           wireOf(st),
+		// How PK commands reach the store is the store's to declare
+		// (Drive); a standalone Redis is reached through its Wire.
+		Wire:           wire,
 		BackendTimeout: cfg.backendTimeout,
 		Logger:         log,
 	}, commands.New(st, limits, nil), st)
@@ -164,22 +164,23 @@ var errInterrupted = errors.New("interrupted by a signal while opening the backe
 
 // openInterruptible opens the backend, unless a signal comes first: a store
 // that cannot open (a hung disk) must not make the sidecar deaf to SIGTERM.
-func openInterruptible(ctx context.Context, cfg config, log *slog.Logger) (store, string, error) {
+func openInterruptible(ctx context.Context, cfg config, log *slog.Logger) (store, string, protocol.Wire, error) {
 	type opened struct {
 		st   store
 		kind string
+		wire protocol.Wire
 		err  error
 	}
 	ch := make(chan opened, 1)
 	go func() {
-		st, kind, err := openBackend(ctx, cfg, log)
-		ch <- opened{st, kind, err}
+		st, kind, wire, err := openBackend(ctx, cfg, log)
+		ch <- opened{st, kind, wire, err}
 	}()
 	select {
 	case o := <-ch:
-		return o.st, o.kind, o.err
+		return o.st, o.kind, o.wire, o.err
 	case <-ctx.Done():
-		return nil, "", errInterrupted
+		return nil, "", nil, errInterrupted
 	}
 }
 

@@ -34,15 +34,13 @@ func noConnect(kind string) error {
 
 func openFile(string, backend.Options, int64, int64) (store, error) { return nil, errNoFile }
 
-func openRedis(context.Context, config, backend.Options, *slog.Logger) (store, error) {
-	return nil, noConnect("redis")
+func openRedis(context.Context, config, backend.Options, *slog.Logger) (store, protocol.Wire, error) {
+	return nil, nil, noConnect("redis")
 }
 
 func openMongo(context.Context, config, backend.Options, *slog.Logger) (store, error) {
 	return nil, noConnect("mongodb")
 }
-
-func wireOf(store) protocol.Wire { return nil }
 
 // netListen refuses: WASI preview 1 cannot open a socket, and Go's
 // net.Listen on wasip1 answers with an in-process fake that no client can
