@@ -13,24 +13,49 @@ import (
 	"github.com/panjf2000/gnet/v2"
 )
 
-// loopEvents is the server's side of gnet's event loops; each method runs
-// on the loop of its connection: a client's (*conn) or the loop's own
-// connection to the backend (*upstream).
-type loopEvents struct {
-	s *Server
-}
+// loopEvents is the server's side of gnet's event loops. Each callback
+// runs on the loop of its connection and hands the event to the
+// connection itself, which gnet keeps as the connection's context.
+type loopEvents struct{}
 
 var _ gnet.EventHandler = loopEvents{}
 
-func (loopEvents) OnBoot(gnet.Engine) gnet.Action { return gnet.None }
-func (loopEvents) OnShutdown(gnet.Engine)         {}
+// loopConn is a connection served on a loop: a client's (*conn), or the
+// loop's own connection to the store (*upstream). Its methods are gnet's
+// callbacks for it.
+type loopConn interface {
+	OnOpen(gc gnet.Conn) gnet.Action
+	OnTraffic(gc gnet.Conn) gnet.Action
+	// OnClose is the connection's last callback; err is why it closed
+	// (nil when the loop closed it).
+	OnClose(gc gnet.Conn, err error)
+}
 
-func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
-	if u, ok := gc.Context().(*upstream); ok {
-		u.gc = gc
-		return nil, gnet.None
-	}
-	c := gc.Context().(*conn)
+var (
+	_ loopConn = (*conn)(nil)
+	_ loopConn = (*upstream)(nil)
+)
+
+func (loopEvents) OnBoot(gnet.Engine) gnet.Action       { return gnet.None }
+func (loopEvents) OnShutdown(gnet.Engine)               {}
+func (loopEvents) OnTick() (time.Duration, gnet.Action) { return 0, gnet.None }
+
+func (loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	return nil, gc.Context().(loopConn).OnOpen(gc)
+}
+
+func (loopEvents) OnTraffic(gc gnet.Conn) gnet.Action {
+	return gc.Context().(loopConn).OnTraffic(gc)
+}
+
+func (loopEvents) OnClose(gc gnet.Conn, err error) gnet.Action {
+	gc.Context().(loopConn).OnClose(gc, err)
+	return gnet.None
+}
+
+// OnOpen starts serving a client's connection on its loop.
+func (c *conn) OnOpen(gc gnet.Conn) gnet.Action {
+	s := c.srv
 	c.gc, c.loop, c.active = gc, gnetLoop{gc.EventLoop()}, time.Now()
 	// What CLIENT LIST shows of the socket is read here, on the loop: gnet
 	// clears it at close. The handle is set here too, before the
@@ -38,43 +63,32 @@ func (e loopEvents) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	// CLIENT LIST and KILL; both are published under the lock.
 	c.addr, c.laddr, c.fd = addrString(gc.RemoteAddr()), addrString(gc.LocalAddr()), gc.Fd()
 	c.unix = gc.LocalAddr() != nil && gc.LocalAddr().Network() == "unix"
-	e.s.mu.Lock()
+	s.mu.Lock()
 	c.handle = gnetHandle{gc}
-	e.s.mu.Unlock()
+	s.mu.Unlock()
 	c.epfd, c.canPause = pollerFD(gc)
-	c.batcher = e.s.batcherFor(c.loop)
-	c.stats = e.s.stats.forLoop(c.loop)
-	if e.s.closing.Load() {
-		return nil, gnet.Close
-	}
-	return nil, gnet.None
-}
-
-func (e loopEvents) OnClose(gc gnet.Conn, err error) gnet.Action {
-	if u, ok := gc.Context().(*upstream); ok {
-		u.onClose(err)
-		return gnet.None
-	}
-	c := gc.Context().(*conn)
-	c.closed = true
-	e.s.forget(c)
-	return gnet.None
-}
-
-func (e loopEvents) OnTraffic(gc gnet.Conn) gnet.Action {
-	if u, ok := gc.Context().(*upstream); ok {
-		if u.onTraffic(gc) {
-			return gnet.Close
-		}
-		return gnet.None
-	}
-	if gc.Context().(*conn).traffic() {
+	c.batcher = s.batcherFor(c.loop)
+	c.stats = s.stats.forLoop(c.loop)
+	if s.closing.Load() {
 		return gnet.Close
 	}
 	return gnet.None
 }
 
-func (loopEvents) OnTick() (time.Duration, gnet.Action) { return 0, gnet.None }
+// OnTraffic serves what the client sent (traffic).
+func (c *conn) OnTraffic(gnet.Conn) gnet.Action {
+	if c.traffic() {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// OnClose: late results for the connection are dropped; the server
+// forgets it.
+func (c *conn) OnClose(gnet.Conn, error) {
+	c.closed = true
+	c.srv.forget(c)
+}
 
 // gnetLogger sends gnet's own log lines to the sidecar's logger; its
 // start-up chatter is debug.
@@ -95,7 +109,7 @@ func (s *Server) startLoops() (loops, error) {
 	if s.cfg.Portable {
 		return newPortableLoops(s), nil
 	}
-	cl, err := gnet.NewClient(loopEvents{s},
+	cl, err := gnet.NewClient(loopEvents{},
 		gnet.WithNumEventLoop(max(1, s.cfg.EventLoops)),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{s.cfg.Logger}))

@@ -142,6 +142,23 @@ func (u *upstream) send(conns []*conn) {
 	u.out = out
 }
 
+// OnOpen: the connection dial enrolled is the loop's now.
+func (u *upstream) OnOpen(gc gnet.Conn) gnet.Action {
+	u.gc = gc
+	return gnet.None
+}
+
+// OnTraffic reads the replies that have arrived (onTraffic).
+func (u *upstream) OnTraffic(gc gnet.Conn) gnet.Action {
+	if u.onTraffic(gc) {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// OnClose answers what waits on the connection (onClose).
+func (u *upstream) OnClose(_ gnet.Conn, err error) { u.onClose(err) }
+
 // onTraffic reads the replies that have arrived and answers each flight
 // that is complete. It reports whether to close the connection.
 func (u *upstream) onTraffic(gc gnet.Conn) (closeIt bool) {
