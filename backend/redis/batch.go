@@ -28,14 +28,15 @@ const (
 // A block.lua call holds at most maxBlockOps operations (a key change
 // counts 2, a PK.MPREPARE its number of keys) and maxBlockBytes of keys
 // and values: Redis is single-threaded and runs a script whole, so one
-// call must not hold it much longer than a millisecond, which would delay
-// every other client of that Redis. A longer batch is several calls, sent
-// together (one round trip). Measured on Redis 7.0.15 (docs/redis.md,
-// Speed): a block of prepares costs Redis 3.3 µs per prepare, so 128 take
-// about 0.45 ms; 1 MiB of values adds about 0.3 ms.
+// call must not hold it much longer than half a millisecond, which would
+// delay every other client of that Redis. A longer batch is several calls,
+// sent together (one round trip). Measured on Redis 7.0.15 (INFO
+// commandstats, docs/benchmarks.md): 128 prepares of small values take
+// 0.27–0.36 ms in one call, 16 of 16 KiB (256 KiB) 0.6–0.7 ms, 16 of
+// 64 KiB 1.8–2.0 ms. One op larger than the bound goes alone.
 const (
 	maxBlockOps   = 128
-	maxBlockBytes = 1 << 20
+	maxBlockBytes = 256 << 10
 )
 
 // blockSpan is how many operations of ops, from the first, go in one

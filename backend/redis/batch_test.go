@@ -257,7 +257,7 @@ func TestBlockSpan(t *testing.T) {
 	require.Equal(t, maxBlockOps/2, blockSpan(append(prep(0, 0), slices.Repeat([]Op{{Kind: OpMove, Key: []byte("a"), OldKey: []byte("b")}}, maxBlockOps)...)))
 	entries := make([]backend.Entry, maxBlockOps-1)
 	require.Equal(t, 2, blockSpan(append(prep(1, 1), Op{Kind: OpMPrepare, Entries: entries}, Op{Kind: OpGet})))
-	require.Equal(t, 3, blockSpan(prep(10, 300<<10)), "1 MiB of values")
+	require.Equal(t, 2, blockSpan(prep(10, 100<<10)), "256 KiB of values")
 	require.Equal(t, 1, blockSpan(prep(2, 2<<20)), "one op however large")
 	require.Equal(t, 2, blockSpan(append(prep(2, 1), Op{Kind: backend.OpScan}, prep(1, 1)[0])))
 	require.Equal(t, 0, blockSpan([]Op{{Kind: backend.OpScan}}))
