@@ -122,11 +122,13 @@ type block struct {
 	at []int
 }
 
-// runBlocks runs ops (none across slots) as block.lua calls in one round
-// trip and decodes the replies into res.
-func (s *Store) runBlocks(ctx context.Context, ops []Op, res []Result) {
+// planBlocks splits ops (none across slots) into block.lua calls: one
+// list on standalone and Sentinel, one per slot on a Cluster, each cut at
+// blockSpan. An op of an unknown kind gets its error in res and is left
+// out.
+func (s *Store) planBlocks(ops []Op, res []Result) []block {
 	if len(ops) == 0 {
-		return
+		return nil
 	}
 	var groups [][]int // indexes in ops: one group, or one per slot
 	var bySlot map[uint16]int
@@ -173,6 +175,13 @@ func (s *Store) runBlocks(ctx context.Context, ops []Op, res []Result) {
 			g, list = g[k:], list[k:]
 		}
 	}
+	return blocks
+}
+
+// runBlocks runs ops (none across slots) as block.lua calls in one round
+// trip and decodes the replies into res.
+func (s *Store) runBlocks(ctx context.Context, ops []Op, res []Result) {
+	blocks := s.planBlocks(ops, res)
 	if len(blocks) == 0 {
 		return
 	}

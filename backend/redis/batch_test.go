@@ -291,3 +291,31 @@ func TestBatchLong(t *testing.T) {
 	require.Equal(t, 3, bytes.Count(s.Wire().Append(nil, ops), []byte("EVALSHA")))
 	require.Equal(t, want, wireRun(t, s.Wire(), ops))
 }
+
+// TestPlanBlocks: a batch is one block.lua call on standalone and
+// Sentinel; on a Cluster one per slot, the ops of a slot in their order.
+func TestPlanBlocks(t *testing.T) {
+	at := func(blocks []block) [][]int {
+		var out [][]int
+		for _, b := range blocks {
+			out = append(out, b.at)
+		}
+		return out
+	}
+	p := func(key string) Op { return Op{Kind: OpPrepare, NS: "ns", Key: []byte(key), Value: []byte("v")} }
+	ks := keyspace{prefix: "pk:"}
+	require.NotEqual(t, slot(ks.recordKey("ns", []byte("a"))), slot(ks.recordKey("ns", []byte("b"))))
+	ops := []Op{p("a"), p("b"), p("a"), {Kind: 99}, {Kind: OpGet, NS: "ns", Key: []byte("b")}}
+
+	s := openStore(t, "redis://127.0.0.1:1", Config{KeyPrefix: "pk:"})
+	res := make([]Result, len(ops))
+	require.Equal(t, [][]int{{0, 1, 2, 4}}, at(s.planBlocks(ops, res)))
+	require.EqualError(t, res[3].Err, "redis: batch: unknown op kind 99")
+
+	c := openStore(t, "redis+cluster://127.0.0.1:1", Config{KeyPrefix: "pk:"})
+	require.Equal(t, [][]int{{0, 2}, {1, 4}}, at(c.planBlocks(ops, make([]Result, len(ops)))))
+
+	// A hash tag in the prefix puts every key in one slot: one call.
+	tagged := openStore(t, "redis+cluster://127.0.0.1:1", Config{KeyPrefix: "{app}:"})
+	require.Equal(t, [][]int{{0, 1, 2, 4}}, at(tagged.planBlocks(ops, make([]Result, len(ops)))))
+}
