@@ -69,7 +69,7 @@ func TestTableRandom(t *testing.T) {
 			if want[k] != nil {
 				continue
 			}
-			en := &entry{kv: k, klen: uint32(len(k)), index: -1}
+			en := newEntry(k, nil, backend.Forever)
 			tb.insert(hashIn(seed, k), en)
 			want[k] = en
 			keys = append(keys, k)
@@ -81,7 +81,7 @@ func TestTableRandom(t *testing.T) {
 	requireTable(t, tb2(tb), seed, want)
 	// A record not there is not removed by mistake, and lookups of absent
 	// keys find nothing.
-	other := &entry{kv: "absent", klen: 6, index: -1}
+	other := newEntry("absent", nil, backend.Forever)
 	tb.remove(hashIn(seed, "absent"), other)
 	require.Nil(t, tb.get(hashIn(seed, "absent"), []byte("absent")))
 	requireTable(t, tb2(tb), seed, want)
@@ -96,7 +96,7 @@ func TestTableSameHash(t *testing.T) {
 	const h = 0x00ff_0000_0000_0001
 	ens := map[string]*entry{}
 	for _, k := range []string{"c", "a", "b", "d"} {
-		ens[k] = &entry{kv: k, klen: 1, index: -1}
+		ens[k] = newEntry(k, nil, backend.Forever)
 		tb.insert(h, ens[k])
 	}
 	var order []string
