@@ -213,6 +213,28 @@ func TestWireRead(t *testing.T) {
 			require.Equal(t, r.want, res[0])
 		})
 	}
+	// NOSCRIPT answers the whole call: every op of it goes again (none ran),
+	// and a Redis error fails each of them; the ops after the call's are
+	// left to the next reply.
+	three := []backend.Op{prepare, get, prepare}
+	res := make([]backend.Result, 3)
+	n, k, again := w.Read([]byte("-NOSCRIPT No matching script.\r\n"), three, res)
+	require.Equal(t, 31, n)
+	require.Equal(t, 3, k)
+	require.True(t, again)
+	n, k, again = w.Read([]byte("-LOADING Redis is loading\r\n"), three, res)
+	require.Equal(t, 27, n)
+	require.Equal(t, 3, k)
+	require.False(t, again)
+	require.EqualError(t, res[0].Err, "redis: prepare: LOADING Redis is loading")
+	require.EqualError(t, res[1].Err, "redis: get: LOADING Redis is loading")
+	require.EqualError(t, res[2].Err, "redis: prepare: LOADING Redis is loading")
+	scanAfter := []backend.Op{prepare, get, {Kind: backend.OpScan}, prepare}
+	n, k, again = w.Read([]byte("*2\r\n:1\r\n$-1\r\n+PONG\r\n"), scanAfter, make([]backend.Result, 4))
+	require.Equal(t, 13, n)
+	require.Equal(t, 2, k, "the call ends before the scan")
+	require.False(t, again)
+
 	// A reply that is not an array of one answer per op fails each op.
 	for _, reply := range []string{":1\r\n", "*2\r\n:1\r\n:1\r\n", "*0\r\n"} {
 		res := make([]backend.Result, 1)
