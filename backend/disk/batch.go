@@ -67,12 +67,36 @@ func (s *Store) batch(ctx context.Context, ops []backend.Op, res []backend.Resul
 	}
 	b := s.db.NewIndexedBatch()
 	t := &txn{db: s.db, r: b, b: b}
+	var cr *chunkReader
+	if len(ops) >= chunkIterMin {
+		it, err := s.db.NewIter(nil)
+		if err != nil {
+			b.Close()
+			return fmt.Errorf("disk: read: %w", err)
+		}
+		cr = &chunkReader{b: b, it: it, touched: make(map[string]struct{}, len(ops))}
+		t.r = cr
+	}
 	for i := range ops {
 		res[i] = s.exec(t, &ops[i], keys[i][0], keys[i][1])
 		if t.err != nil {
-			b.Close()
-			return t.err
+			break
 		}
+		if cr != nil && i < len(ops)-1 {
+			cr.touch(keys[i][0], keys[i][1])
+			for _, e := range ops[i].Entries {
+				cr.touch(recordKey(e.NS, e.Key))
+			}
+		}
+	}
+	if cr != nil {
+		if err := cr.it.Close(); err != nil && t.err == nil {
+			t.err = fmt.Errorf("disk: read: %w", err)
+		}
+	}
+	if t.err != nil {
+		b.Close()
+		return t.err
 	}
 	if b.Empty() {
 		b.Close()
@@ -80,6 +104,10 @@ func (s *Store) batch(ctx context.Context, ops []backend.Op, res []backend.Resul
 	}
 	return s.commit(b)
 }
+
+// chunkIterMin is the size of a chunk from which its reads go through one
+// iterator (chunkReader) rather than a pebble Get each.
+const chunkIterMin = 8
 
 // recordKeys returns the record keys of each op (its key, and a Move's old
 // key) and their stripes, for lockAll (with an MPrepare's entries').
