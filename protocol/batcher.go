@@ -7,6 +7,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // batcher sends the PK runs of one event loop's connections to the store.
@@ -29,16 +30,17 @@ import (
 // goroutine; the first fast batch there brings them back. Every batch is
 // answered within --backend-timeout (see job).
 //
-// With a Wire (a standalone Redis), the loop does not wait at all: it
-// writes the batch to its own connection to the backend and reads the
-// replies when they come (see upstream). While that connection is down,
-// batches go to Handler.Batch on the batcher's goroutine, never on the
-// loop: the connection is down because the backend failed or was slow.
+// With a Wire (backend.DriveWire: a standalone Redis), the loop does not
+// wait at all: it writes the batch to its own connection to the backend
+// and reads the replies when they come (package upstream). While that
+// connection is down, batches go to Handler.Batch on the batcher's
+// goroutine, never on the loop: the connection is down because the
+// backend failed or was slow.
 type batcher struct {
 	handler Handler
 	loop    connLoop
 	offLoop atomic.Bool
-	up      *upstream // the loop's connection to a Wire backend, or nil
+	up      link // the loop's own connection to a DriveWire store, or nil
 	srv     *Server
 	timer   *time.Timer  // the loop's wait for a job; stopped while unused
 	jobs    atomic.Int32 // jobs still at the store (maxJobsInFlight)
@@ -72,11 +74,25 @@ func newBatcher(s *Server, loop connLoop) *batcher {
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), work: make(chan *job)}
 	b.timer.Stop()
 	if s.drive == backend.DriveWire {
-		b.up = newUpstream(s, s.cfg.Wire, loop)
+		b.up = newLink(s, loop)
 	}
 	go b.run()
 	return b
 }
+
+// link is the loop's own connection to a store driven backend.DriveWire
+// (upstream.Conn); the loop hands it its gnet events as a loopConn.
+type link interface {
+	// Ready reports whether batches can go on it now.
+	Ready() bool
+	// Send writes a batch; its Answer runs on the loop.
+	Send(upstream.Batch)
+	// Close stops its dialling; the loops close the connection.
+	Close()
+}
+
+// ready reports whether batches go on the loop's own connection.
+func (b *batcher) ready() bool { return b.up != nil && b.up.Ready() }
 
 // maxLoopCmds bounds the commands of one loop's runs under way (queued);
 // each connection also has at most one run of maxRunCmds. 4096 EVALSHAs
@@ -114,7 +130,7 @@ func (b *batcher) landed(n int) {
 // submit queues c's run (c.runArgs); called on the loop.
 func (b *batcher) submit(c *conn) {
 	b.queued += len(c.runArgs)
-	if b.up.ready() || (b.up == nil && !b.offLoop.Load()) {
+	if b.ready() || (b.up == nil && !b.offLoop.Load()) {
 		b.onLoop = append(b.onLoop, c)
 		if len(b.onLoop) == 1 {
 			// Runs once the loop has served the input that is ready now.
@@ -145,8 +161,8 @@ func (b *batcher) runOnLoop() {
 	conns := b.onLoop
 	b.onLoop = make([]*conn, 0, 2*len(conns))
 	switch {
-	case b.up.ready():
-		b.up.send(conns)
+	case b.ready():
+		b.up.Send(&wireBatch{conns: conns, cmds: runsOf(conns)})
 		return
 	case b.up != nil: // the connection went down since they were queued
 		b.queueOffLoop(conns...)
@@ -185,6 +201,23 @@ func (b *batcher) run() {
 	}
 }
 
+// wireBatch is the runs of conns sent on the loop's own connection to the
+// store.
+type wireBatch struct {
+	conns []*conn
+	cmds  [][][]byte
+}
+
+func (w *wireBatch) Commands() [][][]byte { return w.cmds }
+
+func (w *wireBatch) Stored(n int, took time.Duration) { recordStoreCall(w.conns[0].stats, n, took) }
+
+// Answer writes the replies to the connections' output and resumes them.
+func (w *wireBatch) Answer(replies []commands.Reply) {
+	writeReplies(w.conns, replies)
+	resumeAll(w.conns)
+}
+
 // runsOf is the commands of conns' runs, one after the other.
 func runsOf(conns []*conn) [][][]byte {
 	n := 0
@@ -220,6 +253,6 @@ func resumeAll(conns []*conn) {
 func (b *batcher) close() {
 	close(b.stop)
 	if b.up != nil {
-		b.up.close()
+		b.up.Close()
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+
+	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // loopEvents is the server's side of gnet's event loops. Each callback
@@ -21,8 +23,8 @@ type loopEvents struct{}
 var _ gnet.EventHandler = loopEvents{}
 
 // loopConn is a connection served on a loop: a client's (*conn), or the
-// loop's own connection to the store (*upstream). Its methods are gnet's
-// callbacks for it.
+// loop's own connection to the store (*upstream.Conn). Its methods are
+// gnet's callbacks for it.
 type loopConn interface {
 	OnOpen(gc gnet.Conn) gnet.Action
 	OnTraffic(gc gnet.Conn) gnet.Action
@@ -33,7 +35,7 @@ type loopConn interface {
 
 var (
 	_ loopConn = (*conn)(nil)
-	_ loopConn = (*upstream)(nil)
+	_ loopConn = (*upstream.Conn)(nil)
 )
 
 func (loopEvents) OnBoot(gnet.Engine) gnet.Action       { return gnet.None }
@@ -88,6 +90,19 @@ func (c *conn) OnTraffic(gnet.Conn) gnet.Action {
 func (c *conn) OnClose(gnet.Conn, error) {
 	c.closed = true
 	c.srv.forget(c)
+}
+
+// newLink makes loop's own connection to a store driven backend.DriveWire.
+func newLink(s *Server, loop connLoop) link {
+	return upstream.New(upstream.Config{
+		Wire:    s.cfg.Wire,
+		Handler: s.handler,
+		Loop:    loop.(gnetLoop).EventLoop,
+		Name:    fmt.Sprintf("loop-%d", s.stats.upstreamSeq.Add(1)),
+		Logger:  s.cfg.Logger,
+		Up:      &s.stats.upstreamsUp,
+		Closing: s.closing.Load,
+	})
 }
 
 // gnetLogger sends gnet's own log lines to the sidecar's logger; its

@@ -24,6 +24,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // Handler runs PK commands.
@@ -78,10 +79,10 @@ type Config struct {
 	// nothing for that long and waits on no store work (Redis's timeout).
 	IdleTimeout time.Duration
 	// Wire is how each event loop reaches a store that declares
-	// backend.DriveWire over a connection of its own (see Wire);
+	// backend.DriveWire over a connection of its own (package upstream);
 	// Handler.Batch remains for when that connection is down. Without it
 	// such a store is driven as backend.DriveBatch.
-	Wire Wire
+	Wire upstream.Wire
 	// BackendTimeout bounds every store call (--backend-timeout): past it
 	// the commands get -UNAVAILABLE, whatever the store does (default 2s).
 	BackendTimeout time.Duration
@@ -147,7 +148,8 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 //   - DriveInline: PK commands are answered on the loop as they are read
 //     (conn.batched is false, conn.dispatch calls Handler.Do);
 //   - DriveBatch and DriveWire: each loop has a batcher (batcherFor), and
-//     with DriveWire the batcher has the loop's own connection (upstream);
+//     with DriveWire the batcher has the loop's own connection (link,
+//     package upstream);
 //   - DriveCalls: each run is a job of its own, one command per store call.
 func driveOf(cfg Config, h Handler) backend.Drive {
 	if h == nil { // a Server that only counts (tests)

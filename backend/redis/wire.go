@@ -15,9 +15,10 @@ import (
 )
 
 // Wire is the store's requests and replies in RESP, for a caller that
-// drives its own connection to Redis: package protocol writes the EVALSHA
-// of a batch from its event loop and reads the replies there when they
-// arrive, so no goroutine waits on Redis and the loop serves other clients
+// drives its own connection to Redis: each event loop of package protocol
+// writes the EVALSHA of a batch on a connection of its own (package
+// protocol/upstream) and reads the replies there when they arrive, so no
+// goroutine waits on Redis and the loop serves other clients
 // meanwhile. The scripts, keys and error wording are the Store's; only the
 // transport differs from Batch.
 type Wire struct{ s *Store }

@@ -10,7 +10,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
 	"github.com/prepkey/prepkey/commands"
-	"github.com/prepkey/prepkey/protocol"
+	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // store is a backend as main holds it: the commands' Store plus Close.
@@ -25,7 +25,7 @@ type store interface {
 // loops to reach it over connections of their own; nil for the others. The
 // backends that do not run in the WebAssembly build are opened by openFile,
 // openRedis and openMongo (backends_native.go; wasip1.go refuses them).
-func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string, protocol.Wire, error) {
+func openBackend(ctx context.Context, c config, log *slog.Logger) (store, string, upstream.Wire, error) {
 	opts := backend.Options{Retention: c.retention}
 	scheme, rest, ok := strings.Cut(c.backendURL, ":")
 	if !ok {

@@ -16,7 +16,7 @@ import (
 	"github.com/prepkey/prepkey/backend/disk"
 	"github.com/prepkey/prepkey/backend/mongo"
 	"github.com/prepkey/prepkey/backend/redis"
-	"github.com/prepkey/prepkey/protocol"
+	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // defaultListen is --listen's default: loopback only.
@@ -28,7 +28,7 @@ func openFile(dir string, opts backend.Options, cacheBytes, minFree int64) (stor
 
 // openRedis opens a Redis store and, when it declares backend.DriveWire (a
 // standalone Redis), its Wire.
-func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (store, protocol.Wire, error) {
+func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (store, upstream.Wire, error) {
 	s, err := redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout, Logger: log})
 	if err != nil {
 		return nil, nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/prepkey/prepkey/admin"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol"
+	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // version is prepkey's version, shown by INFO.
@@ -164,11 +165,11 @@ var errInterrupted = errors.New("interrupted by a signal while opening the backe
 
 // openInterruptible opens the backend, unless a signal comes first: a store
 // that cannot open (a hung disk) must not make the sidecar deaf to SIGTERM.
-func openInterruptible(ctx context.Context, cfg config, log *slog.Logger) (store, string, protocol.Wire, error) {
+func openInterruptible(ctx context.Context, cfg config, log *slog.Logger) (store, string, upstream.Wire, error) {
 	type opened struct {
 		st   store
 		kind string
-		wire protocol.Wire
+		wire upstream.Wire
 		err  error
 	}
 	ch := make(chan opened, 1)

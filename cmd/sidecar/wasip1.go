@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/protocol"
+	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // defaultListen is the first socket the host preopened: wazero's
@@ -34,7 +34,7 @@ func noConnect(kind string) error {
 
 func openFile(string, backend.Options, int64, int64) (store, error) { return nil, errNoFile }
 
-func openRedis(context.Context, config, backend.Options, *slog.Logger) (store, protocol.Wire, error) {
+func openRedis(context.Context, config, backend.Options, *slog.Logger) (store, upstream.Wire, error) {
 	return nil, nil, noConnect("redis")
 }
 

@@ -1,0 +1,311 @@
+//go:build !wasip1
+
+package upstream
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/commands"
+)
+
+// Config is what a Conn is made of.
+type Config struct {
+	Wire    Wire
+	Handler Handler
+	// Loop is the event loop that owns the connection: it is enrolled
+	// there, and every method but Close runs there.
+	Loop gnet.EventLoop
+	// Name tells the connection apart in log lines ("loop-N").
+	Name   string
+	Logger *slog.Logger
+	// Up counts the connections up, across loops (INFO's
+	// loop_backend_conns, metrics).
+	Up *atomic.Int64
+	// Closing reports whether the server is shutting down: a connection
+	// lost then is neither logged nor dialled again.
+	Closing func() bool
+}
+
+// Conn is one loop's connection to a Wire backend. Every field but stop
+// and lost is the loop's.
+type Conn struct {
+	cfg     Config
+	gc      gnet.Conn // nil while there is no connection
+	flights []*flight // sent, oldest first
+	out     []byte
+	fault   error // why the loop closes gc, for Lost
+	stop    chan struct{}
+	lost    atomic.Bool // the connection dropped; the next dial logs it regained
+	// heard is when the backend last answered, or when it was last given
+	// a request while none was outstanding: the timeout measures the
+	// backend's silence, not the time requests wait behind each other.
+	heard time.Time
+}
+
+// flight is a batch whose requests are on the connection.
+type flight struct {
+	batch   Batch
+	cmds    [][][]byte
+	replies []commands.Reply
+	calls   commands.Calls
+	res     []backend.Result
+	again   []int // the ops answered "again"
+	read    int   // how many ops have their reply (a prefix: requests answer in order)
+	sync    bool  // a WireSync request follows the ops, its reply not read yet
+	sent    time.Time
+}
+
+// maxInput bounds replies that do not parse (a desynchronized stream):
+// past it the connection is closed instead of waiting for the timeout.
+const maxInput = 256 << 20
+
+var errNoRequest = errors.New("reply to no request")
+
+// New starts dialling the loop's connection, and watching it for a
+// backend that goes silent; Close stops both.
+func New(cfg Config) *Conn {
+	u := &Conn{cfg: cfg, stop: make(chan struct{})}
+	go u.dial()
+	go u.watch()
+	return u
+}
+
+// Ready reports whether batches can go on the connection; otherwise they
+// go to Handler.Batch (which reaches the backend its own way, and fails
+// with the backend's error while it is down).
+func (u *Conn) Ready() bool { return u.gc != nil }
+
+// Send writes the requests of b's commands and keeps them as a flight.
+// Ready must be true.
+func (u *Conn) Send(b Batch) {
+	cmds := b.Commands()
+	f := &flight{batch: b, cmds: cmds, replies: make([]commands.Reply, len(cmds))}
+	f.calls = u.cfg.Handler.Calls(f.cmds, f.replies)
+	if len(f.calls.Ops) == 0 { // all refused by validation
+		u.land(f)
+		return
+	}
+	f.res = make([]backend.Result, len(f.calls.Ops))
+	out := u.cfg.Wire.Append(u.out[:0], f.calls.Ops)
+	if ws, ok := u.cfg.Wire.(WireSync); ok {
+		out, f.sync = ws.AppendSync(out, f.calls.Ops)
+	}
+	f.sent = time.Now()
+	if len(u.flights) == 0 {
+		u.heard = f.sent
+	}
+	u.flights = append(u.flights, f)
+	// gnet writes now, and keeps what the socket does not take; an error
+	// closes the connection, and OnClose answers the flight.
+	_, _ = u.gc.Write(out)
+	if cap(out) > 1<<20 {
+		out = nil // do not pin a burst's buffer
+	}
+	u.out = out
+}
+
+// OnOpen: the connection dial enrolled is the loop's now.
+func (u *Conn) OnOpen(gc gnet.Conn) gnet.Action {
+	u.gc = gc
+	return gnet.None
+}
+
+// OnTraffic reads the replies that have arrived and answers each flight
+// that is complete.
+func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
+	buf, _ := gc.Peek(-1)
+	if len(buf) > 0 {
+		u.heard = time.Now()
+	}
+	off := 0
+	for len(u.flights) > 0 {
+		f := u.flights[0]
+		n, done := f.readReplies(u.cfg.Wire, buf[off:])
+		off += n
+		if !done {
+			break
+		}
+		u.flights[0] = nil
+		u.flights = u.flights[1:]
+		f.batch.Stored(len(f.calls.Ops), time.Since(f.sent))
+		u.land(f)
+	}
+	if off > 0 { // Discard(0) would drop it all
+		_, _ = gc.Discard(off)
+	}
+	switch rest := len(buf) - off; {
+	case rest > 0 && len(u.flights) == 0:
+		u.fault = errNoRequest
+		return gnet.Close
+	case rest > maxInput:
+		u.fault = errors.New("reply too large or malformed")
+		return gnet.Close
+	}
+	if len(u.flights) == 0 {
+		u.flights = u.flights[:0:0] // let the answered flights go
+	}
+	return gnet.None
+}
+
+// readReplies reads the replies in b for the ops of f still waiting; it
+// returns the bytes used and whether f is complete.
+func (f *flight) readReplies(w Wire, b []byte) (used int, done bool) {
+	for f.read < len(f.calls.Ops) {
+		n, k, again := w.Read(b[used:], f.calls.Ops[f.read:], f.res[f.read:])
+		if n == 0 {
+			return used, false
+		}
+		used += n
+		if again {
+			for j := f.read; j < f.read+k; j++ {
+				f.again = append(f.again, j)
+			}
+		}
+		f.read += k
+	}
+	if f.sync {
+		n := w.(WireSync).ReadSync(b[used:], f.calls.Ops, f.res)
+		if n == 0 {
+			return used, false
+		}
+		used += n
+		f.sync = false
+	}
+	return used, true
+}
+
+// land answers f's batch. The ops answered "again" (the backend lost its
+// scripts) go through Handler.Batch first, which loads the scripts again;
+// that waits on the backend, so it happens on a goroutine, and the
+// batch is answered when it is done, on the loop, in order.
+func (u *Conn) land(f *flight) {
+	f.calls.Answer(f.res, f.replies)
+	if len(f.again) == 0 {
+		f.batch.Answer(f.replies)
+		return
+	}
+	go func() {
+		cmds := make([][][]byte, len(f.again))
+		replies := make([]commands.Reply, len(f.again))
+		for j, k := range f.again {
+			cmds[j] = f.cmds[f.calls.Index(k)]
+		}
+		u.cfg.Handler.Batch(context.Background(), cmds, replies)
+		for j, k := range f.again {
+			f.replies[f.calls.Index(k)] = replies[j]
+		}
+		_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			f.batch.Answer(f.replies)
+			return nil
+		}))
+		// An error means the loops are stopping; they close the connections.
+	}()
+}
+
+// OnClose answers the flights still waiting with the failure: their ops
+// may or may not have run. A new connection is dialled.
+func (u *Conn) OnClose(_ gnet.Conn, err error) {
+	cause := u.fault
+	if cause == nil {
+		cause = err
+	}
+	if cause == nil {
+		cause = errors.New("closed")
+	}
+	u.gc, u.fault = nil, nil
+	u.cfg.Up.Add(-1)
+	flights := u.flights
+	u.flights = nil
+	if !u.cfg.Closing() {
+		// Every drop is logged with its cause, and how many commands it
+		// leaves answered -UNAVAILABLE (they may or may not have run).
+		waiting := 0
+		for _, f := range flights {
+			waiting += len(f.calls.Ops) - f.read
+		}
+		u.lost.Store(true)
+		u.cfg.Logger.Warn("backend connection lost", "conn", u.cfg.Name, "err", cause, "unanswered", waiting)
+	}
+	for _, f := range flights {
+		for k := f.read; k < len(f.calls.Ops); k++ {
+			f.res[k] = backend.Result{Err: u.cfg.Wire.Lost(f.calls.Ops[k], cause)}
+		}
+		if f.sync { // the writes ran, no replica is known to have them
+			u.cfg.Wire.(WireSync).FailSync(f.calls.Ops, f.res, cause)
+		}
+		u.land(f)
+	}
+	if !u.cfg.Closing() {
+		go u.dial()
+	}
+}
+
+// dial connects until it succeeds or the server stops, backing off up to
+// a second between tries. Meanwhile batches go through Handler.Batch.
+func (u *Conn) dial() {
+	var delay time.Duration
+	for {
+		select {
+		case <-u.stop:
+			return
+		case <-time.After(delay):
+		}
+		delay = min(max(2*delay, 50*time.Millisecond), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), u.cfg.Wire.Timeout())
+		nc, err := u.cfg.Wire.Dial(ctx)
+		cancel()
+		if err != nil {
+			u.cfg.Logger.Debug("backend connection for the event loop", "err", err)
+			continue
+		}
+		// gnet takes over a duplicate of the socket and closes nc. The
+		// connection's context is u: package protocol's loop hands u its
+		// events.
+		registered, err := u.cfg.Loop.Enroll(gnet.NewContext(context.Background(), u), nc)
+		if err != nil {
+			_ = nc.Close()
+			return // the loops are stopping
+		}
+		if r := <-registered; r.Err == nil {
+			u.cfg.Up.Add(1)
+			if u.lost.Swap(false) {
+				u.cfg.Logger.Info("backend connection regained", "conn", u.cfg.Name)
+			}
+			return
+		}
+	}
+}
+
+// watch closes a connection whose backend has been silent for longer than
+// the timeout while replies are outstanding: it hangs, or the stream cannot
+// be read. A backend that answers is never timed out, however many requests
+// wait behind each other (issue 9: a deep pipeline made a healthy Redis
+// look down when the timeout counted from the oldest request's sending).
+func (u *Conn) watch() {
+	t := time.NewTicker(max(u.cfg.Wire.Timeout()/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-u.stop:
+			return
+		case <-t.C:
+			_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				if u.gc != nil && len(u.flights) > 0 && time.Since(u.heard) > u.cfg.Wire.Timeout() {
+					u.fault = u.cfg.Wire.Late()
+					_ = u.cfg.Loop.Close(u.gc)
+				}
+				return nil
+			}))
+		}
+	}
+}
+
+// Close stops dialling and watching; the loops close the connection.
+func (u *Conn) Close() { close(u.stop) }

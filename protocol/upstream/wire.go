@@ -1,0 +1,90 @@
+// Package upstream is an event loop's own connection to a store it
+// reaches over the wire (a standalone Redis, through redis.Wire): a store
+// that declares backend.DriveWire. The loop writes a batch's requests to
+// it and goes on serving clients; the replies come back as input on that
+// connection, on the same loop, and are read in order. So no goroutine
+// waits on the store, and several batches are on their way at once: Redis
+// works on one while the loop reads the next requests. Waiting for each
+// batch held the loop for the round trip, and the sidecar reached only
+// 0.75 of direct EVALSHA's throughput at pipeline 1.
+//
+// Package protocol drives it: its batcher makes one Conn per event loop
+// (New), sends batches on it while it is up (Ready, Send), and hands it
+// the gnet events of its connection (OnOpen, OnTraffic, OnClose), as it
+// does a client's. A Conn answers each Batch once, on the loop.
+//
+// This file builds everywhere (package protocol names Wire in its Config);
+// the connection itself (conn.go) needs gnet, which the WebAssembly build
+// does not have.
+package upstream
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/commands"
+)
+
+// Wire is a store's requests and replies on the wire (redis.Wire).
+type Wire interface {
+	// Dial opens a connection ready for requests.
+	Dial(ctx context.Context) (net.Conn, error)
+	// Append appends the requests of a batch's ops: one or a few script
+	// calls, each running several ops (redis.Wire: block.lua, bounded so
+	// that one call holds Redis for at most about a millisecond).
+	Append(dst []byte, ops []backend.Op) []byte
+	// Read decodes, at the start of b, the reply to the first request that
+	// Append wrote for ops, into res[:k]: it answers ops[:k]. n is 0 until b
+	// holds a complete reply. again asks for ops[:k] to be run again
+	// through Handler.Batch (the backend lost its scripts: none of them
+	// ran). Where one request ends must follow from the ops alone, from the
+	// first: the Conn calls Read with the ops from the first unanswered.
+	Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int, again bool)
+	// Lost is op's failure when the connection went before its reply.
+	Lost(op backend.Op, cause error) error
+	// Late is the cause given to Lost when no reply came within Timeout.
+	Late() error
+	// Timeout is how long a reply may take (--backend-timeout).
+	Timeout() time.Duration
+}
+
+// WireSync is a Wire whose writes are answered only once replicas have
+// them (redis.Wire with ?wait=N): after a batch's requests it sends one
+// more (WAIT), on the same connection, whose reply decides the writes'
+// outcome.
+type WireSync interface {
+	// AppendSync appends the request that follows ops' requests; ok is
+	// false when none is needed (no write among ops, or no wait set).
+	AppendSync(dst []byte, ops []backend.Op) (out []byte, ok bool)
+	// ReadSync decodes its reply at the start of b (n is 0 until it is
+	// complete) and fails the writes in res that it does not confirm.
+	ReadSync(b []byte, ops []backend.Op, res []backend.Result) (n int)
+	// FailSync fails the writes in res when the connection went before
+	// the reply.
+	FailSync(ops []backend.Op, res []backend.Result, cause error)
+}
+
+// Handler is what a Conn needs of the PK commands (commands.Handler).
+type Handler interface {
+	// Calls parses and validates cmds into store calls, answering the
+	// refused ones in replies.
+	Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls
+	// Batch runs cmds through the store's own client: for the ops the
+	// Wire answers "again".
+	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
+}
+
+// Batch is a batch of PK commands sent on a Conn (package protocol's
+// runs of one loop's connections), and where its replies go.
+type Batch interface {
+	// Commands are the batch's commands, in order.
+	Commands() [][][]byte
+	// Stored reports, on the loop, that the store answered the batch's n
+	// ops in took (metrics); not called when the connection dropped.
+	Stored(n int, took time.Duration)
+	// Answer has the batch's replies, replies[i] for Commands()[i]: once,
+	// on the loop.
+	Answer(replies []commands.Reply)
+}
