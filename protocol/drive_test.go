@@ -1,0 +1,35 @@
+package protocol
+
+import (
+	"testing"
+
+	"github.com/prepkey/prepkey/backend"
+)
+
+// wireDeclared is an echo store that declares backend.DriveWire.
+type wireDeclared struct{ *echoHandler }
+
+func (wireDeclared) Drive() backend.Drive { return backend.DriveWire }
+
+// TestDriveWireWithoutWire: a store that declares DriveWire, served with
+// no Config.Wire (the conformance suite's server, the WebAssembly build),
+// is driven DriveBatch: the runs of several clients go to Handler.Batch
+// together.
+func TestDriveWireWithoutWire(t *testing.T) {
+	h := &echoHandler{}
+	srv := New(Config{}, wireDeclared{h}, readyPinger{})
+	if srv.drive != backend.DriveBatch {
+		t.Fatalf("drive %v, want %v", srv.drive, backend.DriveBatch)
+	}
+	addr := serve(t, Config{}, wireDeclared{h})
+	c := dialLines(t, addr)
+	c.send(echoReq(1) + echoReq(2) + echoReq(3))
+	c.expect(":1\r\n")
+	c.expect(":2\r\n")
+	c.expect(":3\r\n")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.sizes) != 1 || h.sizes[0] != 3 {
+		t.Fatalf("Handler.Batch calls of %v commands, want one of 3", h.sizes)
+	}
+}
