@@ -62,51 +62,90 @@ func (s *Store) Exec(ctx context.Context, ops []Op, res []Result) error {
 
 // blockArgs encodes ops as block.lua's KEYS and ARGV.
 func (s *Store) blockArgs(ops []Op) (keys, args []string, err error) {
-	keys = make([]string, 0, len(ops))
-	args = make([]string, 1, 1+5*len(ops))
-	args[0] = s.retention
+	to := &stringSink{ks: s.keys, keys: make([]string, 0, len(ops)), args: make([]string, 1, 1+5*len(ops))}
+	to.args[0] = s.retention
 	for i := range ops {
-		if keys, args, err = s.appendBlockOp(keys, args, &ops[i]); err != nil {
+		if err := encodeBlockOp(to, &ops[i]); err != nil {
 			return nil, nil, err
 		}
 	}
-	return keys, args, nil
+	return to.keys, to.args, nil
 }
 
-// appendBlockOp appends op's keys and arguments (opcode first) for
-// block.lua.
-func (s *Store) appendBlockOp(keys, args []string, op *Op) ([]string, []string, error) {
+// blockSink receives the keys and arguments of block.lua's operations:
+// the keys in order, and the arguments in order.
+type blockSink interface {
+	key(ns string, key []byte)
+	arg(a string)
+	argBytes(a []byte)
+}
+
+// encodeBlockOp hands op's keys and arguments (opcode first) to to, as
+// block.lua reads them: the one encoding of an operation, for the store's
+// client and for the Wire.
+func encodeBlockOp(to blockSink, op *Op) error {
 	switch op.Kind {
 	case OpPrepare:
 		mode, ms := expiryArgs(op.Exp)
-		args = append(args, "p", string(op.Value), mode, ms)
+		to.key(op.NS, op.Key)
+		to.arg("p")
+		to.argBytes(op.Value)
+		to.arg(mode)
+		to.arg(ms)
 	case OpGet:
-		args = append(args, "g")
+		to.key(op.NS, op.Key)
+		to.arg("g")
 	case OpRollback:
 		set, v := condArgs(op.Cond)
-		args = append(args, "r", set, v)
+		to.key(op.NS, op.Key)
+		to.arg("r")
+		to.arg(set)
+		to.argBytes(v)
 	case OpReprepare:
 		set, v := condArgs(op.Cond)
 		mode, ms := expiryArgs(op.Exp)
-		args = append(args, "u", string(op.Value), set, v, mode, ms)
+		to.key(op.NS, op.Key)
+		to.arg("u")
+		to.argBytes(op.Value)
+		to.arg(set)
+		to.argBytes(v)
+		to.arg(mode)
+		to.arg(ms)
 	case OpMove:
-		keys = append(keys, s.keys.recordKey(op.NS, op.Key), s.keys.recordKey(op.NS, op.OldKey))
 		mode, ms := expiryArgs(op.Exp)
-		args = append(args, "m", string(op.Value), string(op.OldValue), mode, ms)
-		return keys, args, nil
+		to.key(op.NS, op.Key)
+		to.key(op.NS, op.OldKey)
+		to.arg("m")
+		to.argBytes(op.Value)
+		to.argBytes(op.OldValue)
+		to.arg(mode)
+		to.arg(ms)
 	case OpMPrepare:
 		mode, ms := expiryArgs(op.Exp)
-		args = append(args, "M", strconv.Itoa(len(op.Entries)), mode, ms)
+		to.arg("M")
+		to.arg(strconv.Itoa(len(op.Entries)))
+		to.arg(mode)
+		to.arg(ms)
 		for _, e := range op.Entries {
-			keys = append(keys, s.keys.recordKey(e.NS, e.Key))
-			args = append(args, string(e.Value))
+			to.key(e.NS, e.Key)
+			to.argBytes(e.Value)
 		}
-		return keys, args, nil
 	default:
-		return nil, nil, fmt.Errorf("redis: exec: unknown op kind %d", op.Kind)
+		return fmt.Errorf("redis: exec: unknown op kind %d", op.Kind)
 	}
-	return append(keys, s.keys.recordKey(op.NS, op.Key)), args, nil
+	return nil
 }
+
+// stringSink collects keys and arguments as strings, copied out of the
+// caller's buffers (for rueidis).
+type stringSink struct {
+	ks         keyspace
+	keys, args []string
+}
+
+func (t *stringSink) key(ns string, key []byte) { t.keys = append(t.keys, t.ks.recordKey(ns, key)) }
+func (t *stringSink) arg(a string)              { t.args = append(t.args, a) }
+func (t *stringSink) argBytes(a []byte)         { t.args = append(t.args, string(a)) }
 
 // decodeMsg reads one op's answer in block.lua's array, as its own
 // script's answer is read.

@@ -1,6 +1,9 @@
 package redis
 
-import "strings"
+import (
+	"strings"
+	"unsafe"
+)
 
 // DefaultKeyPrefix starts every Redis key the store writes, so that several
 // applications can share one Redis (--redis-key-prefix).
@@ -19,30 +22,34 @@ type keyspace struct{ prefix string }
 // recordKey returns the Redis key of (ns, key). It builds a new string, so
 // the caller's buffer is not retained.
 func (k keyspace) recordKey(ns string, key []byte) string {
-	var b strings.Builder
-	b.Grow(len(k.prefix) + len(ns) + len(key) + 3 + escapeExtra(key))
-	b.WriteString(k.prefix)
-	b.WriteByte('{')
-	b.WriteString(ns)
-	b.WriteByte(':')
-	escapeTo(&b, key)
-	b.WriteByte('}')
-	return b.String()
+	b := k.appendRecordKey(make([]byte, 0, k.recordKeyLen(ns, key)), ns, key)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 }
 
-// escapeTo writes key with '%' as "%25" and '}' as "%7D": percent-encoding
-// of just the two bytes that matter keeps keys readable in redis-cli.
-func escapeTo(b *strings.Builder, key []byte) {
+// recordKeyLen is the length of the Redis key of (ns, key).
+func (k keyspace) recordKeyLen(ns string, key []byte) int {
+	return len(k.prefix) + len(ns) + len(key) + 3 + escapeExtra(key)
+}
+
+// appendRecordKey appends the Redis key of (ns, key), with '%' in key
+// written "%25" and '}' "%7D": percent-encoding of just the two bytes that
+// matter keeps keys readable in redis-cli.
+func (k keyspace) appendRecordKey(dst []byte, ns string, key []byte) []byte {
+	dst = append(dst, k.prefix...)
+	dst = append(dst, '{')
+	dst = append(dst, ns...)
+	dst = append(dst, ':')
 	for _, c := range key {
 		switch c {
 		case '%':
-			b.WriteString("%25")
+			dst = append(dst, "%25"...)
 		case '}':
-			b.WriteString("%7D")
+			dst = append(dst, "%7D"...)
 		default:
-			b.WriteByte(c)
+			dst = append(dst, c)
 		}
 	}
+	return append(dst, '}')
 }
 
 func escapeExtra(key []byte) int {

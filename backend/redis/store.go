@@ -29,11 +29,11 @@ func expiryArgs(exp backend.Expiry) (mode, ms string) {
 }
 
 // condArgs encodes an IFEQ condition as the (set, value) script arguments.
-func condArgs(c backend.Cond) (set, value string) {
+func condArgs(c backend.Cond) (set string, value []byte) {
 	if !c.Set {
-		return "0", ""
+		return "0", nil
 	}
-	return "1", string(c.Value)
+	return "1", c.Value
 }
 
 // call is one script run. Building it copies keys and values out of the

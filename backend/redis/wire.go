@@ -121,27 +121,74 @@ func (w *Wire) Append(dst []byte, ops []backend.Op) []byte {
 			ops = ops[1:]
 			continue
 		}
-		keys, args, err := w.s.blockArgs(ops[:k])
+		block := ops[:k]
 		ops = ops[k:]
-		if err != nil {
-			// Not an op of package backend. Send a request Redis refuses, so
-			// that a reply still comes for it and Read reports a failure.
+		var n countSink
+		for i := range block {
+			if encodeBlockOp(&n, &block[i]) != nil {
+				// Not an op of package backend. Send a request Redis
+				// refuses, so that a reply still comes for it and Read
+				// reports a failure.
+				n.keys = -1
+				break
+			}
+		}
+		if n.keys < 0 {
 			dst = redcon.AppendArray(dst, 1)
 			dst = redcon.AppendBulkString(dst, "EVALSHA")
 			continue
 		}
-		dst = redcon.AppendArray(dst, 3+len(keys)+len(args))
+		dst = redcon.AppendArray(dst, 4+n.keys+n.args)
 		dst = redcon.AppendBulkString(dst, "EVALSHA")
 		dst = redcon.AppendBulkString(dst, w.s.scripts.block.sha)
-		dst = redcon.AppendBulkInt(dst, int64(len(keys)))
-		for _, k := range keys {
-			dst = redcon.AppendBulkString(dst, k)
+		dst = redcon.AppendBulkInt(dst, int64(n.keys))
+		keys := respSink{ks: w.s.keys, dst: dst, keys: true}
+		for i := range block {
+			_ = encodeBlockOp(&keys, &block[i])
 		}
-		for _, a := range args {
-			dst = redcon.AppendBulkString(dst, a)
+		args := respSink{dst: redcon.AppendBulkString(keys.dst, w.s.retention)}
+		for i := range block {
+			_ = encodeBlockOp(&args, &block[i])
 		}
+		dst = args.dst
 	}
 	return dst
+}
+
+// countSink counts a block's keys and arguments.
+type countSink struct{ keys, args int }
+
+func (t *countSink) key(string, []byte) { t.keys++ }
+func (t *countSink) arg(string)         { t.args++ }
+func (t *countSink) argBytes([]byte)    { t.args++ }
+
+// respSink appends a block's keys (keys set) or its arguments as RESP
+// bulk strings, straight from the ops' buffers.
+type respSink struct {
+	ks   keyspace
+	dst  []byte
+	keys bool
+}
+
+func (t *respSink) key(ns string, key []byte) {
+	if t.keys {
+		t.dst = append(t.dst, '$')
+		t.dst = strconv.AppendInt(t.dst, int64(t.ks.recordKeyLen(ns, key)), 10)
+		t.dst = t.ks.appendRecordKey(append(t.dst, '\r', '\n'), ns, key)
+		t.dst = append(t.dst, '\r', '\n')
+	}
+}
+
+func (t *respSink) arg(a string) {
+	if !t.keys {
+		t.dst = redcon.AppendBulkString(t.dst, a)
+	}
+}
+
+func (t *respSink) argBytes(a []byte) {
+	if !t.keys {
+		t.dst = redcon.AppendBulk(t.dst, a)
+	}
 }
 
 // Read decodes, at the start of b, the reply to the first request that
@@ -171,22 +218,22 @@ func (w *Wire) Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int,
 		}
 		return n, k, false
 	}
-	var items []redcon.RESP
-	if r.Type == redcon.Array {
-		items = make([]redcon.RESP, 0, k)
-		r.ForEach(func(e redcon.RESP) bool { items = append(items, e); return true })
-	}
-	for i := range ops[:k] {
-		var err error
-		if len(items) != k {
-			err = fmt.Errorf("unexpected reply %q", r.Raw)
-		} else {
-			res[i], err = respResult(ops[i].Kind, items[i])
-		}
-		if err != nil {
+	if r.Type != redcon.Array || r.Count != k {
+		err := fmt.Errorf("unexpected reply %q", r.Raw)
+		for i := range ops[:k] {
 			res[i] = backend.Result{Err: w.s.fail(context.Background(), opName(ops[i].Kind), err)}
 		}
+		return n, k, false
 	}
+	i := 0
+	r.ForEach(func(e redcon.RESP) bool {
+		var err error
+		if res[i], err = respResult(ops[i].Kind, e); err != nil {
+			res[i] = backend.Result{Err: w.s.fail(context.Background(), opName(ops[i].Kind), err)}
+		}
+		i++
+		return true
+	})
 	return n, k, false
 }
 

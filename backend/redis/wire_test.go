@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/redcon"
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/storetest"
@@ -327,4 +329,29 @@ func wireRun(t *testing.T, w *Wire, ops []backend.Op) []backend.Result {
 	}
 	require.Empty(t, buf)
 	return res
+}
+
+// TestWireAppendAsBatch: the Wire writes, straight from the ops' buffers,
+// the very EVALSHA that the store's client sends (blockArgs), for every
+// kind of op, keys that need escaping included.
+func TestWireAppendAsBatch(t *testing.T) {
+	s := openStore(t, "redis://127.0.0.1:1", Config{KeyPrefix: "p%x:", Options: backend.Options{Retention: time.Hour}})
+	b := func(s string) []byte { return []byte(s) }
+	ops := []backend.Op{
+		{Kind: backend.OpPrepare, NS: "ns", Key: b("a}b%c"), Value: b("v\r\n"), Exp: backend.Expiry{Kind: backend.ExpireAfter, Millis: 1500}},
+		{Kind: backend.OpGet, NS: "ns", Key: b("k")},
+		{Kind: backend.OpRollback, NS: "ns", Key: b("k"), Cond: backend.IfEq(b("x"))},
+		{Kind: backend.OpRollback, NS: "ns", Key: b("k")},
+		{Kind: backend.OpReprepare, NS: "ns", Key: b("k"), Value: b(""), Cond: backend.IfEq(b("")), Exp: backend.Expiry{Kind: backend.KeepTTL}},
+		{Kind: backend.OpMove, NS: "ns", Key: b("n"), Value: b("nv"), OldKey: b("o"), OldValue: b("ov"), Exp: backend.Expiry{Kind: backend.ExpireAt, Millis: 1 << 50}},
+		{Kind: backend.OpMPrepare, Entries: []backend.Entry{{NS: "a", Key: b("1"), Value: b("x")}, {NS: "b", Key: b("2"), Value: b("y")}}},
+	}
+	keys, args, err := s.blockArgs(ops)
+	require.NoError(t, err)
+	want := redcon.AppendArray(nil, 3+len(keys)+len(args))
+	for _, a := range append([]string{"EVALSHA", s.scripts.block.sha, strconv.Itoa(len(keys))}, append(keys, args...)...) {
+		want = redcon.AppendBulkString(want, a)
+	}
+	require.Equal(t, string(want), string(s.Wire().Append(nil, ops)))
+	require.Contains(t, keys, "p%x:{ns:a%7Db%25c}")
 }
