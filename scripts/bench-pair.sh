@@ -7,8 +7,8 @@
 #
 # Usage: scripts/bench-pair.sh BEFORE_BIN AFTER_BIN BACKEND PIPELINE [ROUNDS]
 #   BACKEND: memory:, file (a fresh directory per run) or redis (one redis-server
-#            without persistence for all runs; its CPU per request is printed too,
-#            and the requests are PK.PREPARE … PX 60000)
+#            without persistence for all runs, emptied before each; its CPU per request
+#            is printed too, and the requests are PK.PREPARE … PX 60000)
 #   e.g.  git stash; go build -o /tmp/before ./cmd/sidecar; git stash pop
 #         go build -o /tmp/after ./cmd/sidecar
 #         N=100000 scripts/bench-pair.sh /tmp/before /tmp/after memory: 1 5
@@ -29,7 +29,13 @@ run() { # BIN -> "rps cpu-us-per-request redis-cpu-us-per-request"
 	local bin=$1 port dir be=$backend
 	port=$(free_port); dir=$(mktemp -d)
 	[ "$be" = file ] && be="file:$dir/d"
-	[ "$be" = redis ] && be="redis://127.0.0.1:$rport"
+	if [ "$be" = redis ]; then
+		# Every run starts from an empty keyspace, so that each grows (and
+		# rehashes) alike: a keyspace carried over made the rehashes fall
+		# in the runs of one side.
+		redis-cli -p "$rport" FLUSHALL >/dev/null
+		be="redis://127.0.0.1:$rport"
+	fi
 	"$bin" --listen "127.0.0.1:$port" --backend "$be" --log-level warn >/dev/null 2>&1 &
 	local pid=$!
 	for _ in $(seq 200); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.05; done
