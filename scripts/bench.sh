@@ -192,6 +192,11 @@ median() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk '{v[NR]=$1} END 
 spread() { tr ' ' '\n' <<<"${got[$1]}" | grep . | sort -n | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
 us() { awk -v c="$1" -v n="$N" 'BEGIN {printf "%.1f", c/n}'; }
 
+# fresh empties the plain Redis before a redis:// row's run, so that each run
+# grows its keyspace (and rehashes) alike: carried over, the rehashes fall in
+# some rows' runs only (docs/benchmarks.md, bench-pair.sh).
+fresh() { redis-cli -p "$plain_port" FLUSHALL >/dev/null; }
+
 # One measured run each; P and r are the loop's pipeline and round.
 run_setnx() { add "setnx$P" "$(rps "$plain_port" "$P" "$N" SET "s$P$r:k:__rand_int__" v NX PX 60000)"; }
 run_mem() { add "mem$P" "$(rps "$mem_port" "$P" "$N" PK.PREPARE "m$P-$r" "k:__rand_int__" v)"; }
@@ -203,18 +208,21 @@ run_file() {
 	add "filecpu$P" "$(us $((s1 - s0)))"
 }
 run_direct() {
+	fresh
 	local c0 c1; c0=$(cpu "$plain_pid")
 	add "direct$P" "$(rps "$plain_port" "$P" "$N" $(evalsha "d$P-$r" a 60000))"
 	c1=$(cpu "$plain_pid")
 	add "directcpu$P" "$(us $((c1 - c0)))"
 }
 run_minimal() {
+	fresh
 	local c0 c1; c0=$(cpu "$plain_pid")
 	add "minimal$P" "$(rps "$plain_port" "$P" "$N" $(evalmin "n$P-$r"))"
 	c1=$(cpu "$plain_pid")
 	add "minimalcpu$P" "$(us $((c1 - c0)))"
 }
 run_via() {
+	fresh
 	local c0 c1 s0 s1; c0=$(cpu "$plain_pid"); s0=$(cpu "$viaredis_pid")
 	add "via$P" "$(rps "$viaredis_port" "$P" "$N" PK.PREPARE "r$P-$r" "k:__rand_int__" v PX 60000)"
 	c1=$(cpu "$plain_pid"); s1=$(cpu "$viaredis_pid")
