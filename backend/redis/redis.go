@@ -1,8 +1,9 @@
 // Package redis keeps reservations in Redis (standalone, Sentinel or
-// Cluster) so that many sidecars share them. Every PK command is one Lua
-// script run with EVALSHA: the script reads the server's clock with TIME,
+// Cluster) so that many sidecars share them. Every PK command runs in
+// block.lua with EVALSHA: the script reads the server's clock with TIME,
 // checks and writes in one atomic step, so two sidecars can never both win
-// a key. Only a key change across two Cluster slots is composed of two
+// a key; a batch of commands is one call of it (Batch, Wire). Only a key
+// change or an MPREPARE across Cluster slots is composed of several
 // scripts, with compensation (see Move).
 //
 // The client is rueidis: its auto-pipelining coalesces the commands of all
