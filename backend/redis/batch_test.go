@@ -119,7 +119,8 @@ func TestBatchDown(t *testing.T) {
 }
 
 // wrongTypeCase is a batch whose ops meet, in the middle, a key that
-// someone wrote another type at (a string): the ops on it fail with
+// someone wrote another type at (a list: a record is a string, or a hash
+// of the former layout): the ops on it fail with
 // WRONGTYPE, each with its own error, and every other op runs and is
 // answered exactly, before and after it (one script runs them all: an
 // error that ended the script would lose the replies of the ops before it,
@@ -156,13 +157,14 @@ func wrongTypeCase(ns string) (ops []Op, want []Result, bad string) {
 }
 
 // requireWrongType checks res against wrongTypeCase's want, and that the
-// string at the bad key is untouched.
+// list at the bad key is untouched.
 func requireWrongType(t *testing.T, s *Store, rc goredis.Cmdable, ns string, run func(ops []Op, res []Result)) {
 	t.Helper()
 	ctx := context.Background()
 	ops, want, bad := wrongTypeCase(ns)
 	rbad := s.keys.recordKey(ns, []byte(bad))
-	require.NoError(t, rc.Set(ctx, rbad, "not a hash", 0).Err())
+	require.NoError(t, rc.Del(ctx, rbad).Err())
+	require.NoError(t, rc.RPush(ctx, rbad, "not a record").Err())
 	res := make([]Result, len(ops))
 	run(ops, res)
 	for i := range want {
@@ -174,9 +176,9 @@ func requireWrongType(t *testing.T, s *Store, rc goredis.Cmdable, ns string, run
 	require.Positive(t, res[3].Record.TTLAt, "PX 10000 from Redis's clock")
 	res[3].Record.TTLAt = 0
 	require.Equal(t, want, res)
-	v, err := rc.Get(ctx, rbad).Result()
+	v, err := rc.LRange(ctx, rbad, 0, -1).Result()
 	require.NoError(t, err)
-	require.Equal(t, "not a hash", v)
+	require.Equal(t, []string{"not a record"}, v)
 }
 
 // evalshaCalls is how many EVALSHA Redis has run (INFO commandstats).

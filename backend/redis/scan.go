@@ -17,9 +17,12 @@ import (
 )
 
 // Scan implements commands.Store with Redis's SCAN on the namespace's keys
-// (MATCH on the namespace's key prefix, TYPE hash), then one block.lua get per
-// key found, pipelined, which reads the record as PK.GETVALUE does (a key
-// deleted in between is skipped). SCAN guarantees that a key present for
+// (MATCH on the namespace's key prefix), then one block.lua get per key
+// found, pipelined, which reads the record as PK.GETVALUE does, in either
+// layout (a string, or a hash written before it): a key deleted in
+// between, or of another type (WRONGTYPE), is skipped. SCAN's TYPE filter
+// takes one type, and records are of two until every hash of before has
+// been rewritten or has expired. SCAN guarantees that a key present for
 // the whole iteration is returned, and may return one twice: so does
 // PK.SCAN.
 //
@@ -77,7 +80,7 @@ func parseScanPos(pos []byte, kind byte, slotBytes int) (uint64, error) {
 // 0 when the node is done.
 func (s *Store) scanNode(ctx context.Context, c, node rueidis.Client, ns string, cursor uint64, count int) (backend.Page, uint64, error) {
 	prefix := s.keys.prefix + "{" + ns + ":"
-	entry, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(globEscape(prefix)+"*").Count(int64(count)).Type("hash").Build()).AsScanEntry()
+	entry, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(globEscape(prefix)+"*").Count(int64(count)).Build()).AsScanEntry()
 	if err != nil {
 		return backend.Page{}, 0, s.fail(ctx, "scan", err)
 	}
@@ -108,6 +111,9 @@ func (s *Store) scanNode(ctx context.Context, c, node rueidis.Client, ns string,
 		}
 		got, err := decodeMsg(OpGet, arr[0])
 		rec, found := got.Record, got.Found
+		if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
+			continue // someone else's key of another type under the prefix: no record
+		}
 		if err != nil {
 			return backend.Page{}, 0, s.fail(ctx, "scan", err)
 		}

@@ -10,75 +10,82 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// hash is the content of one Redis hash; nil is no key at all.
-type hash map[string]string
+// hash is the content of one Redis hash, a record of the former layout
+// (or a hash lacking a field, which is no record); str is the content of a
+// Redis string, the record's layout ("ttlAt:value"). nil is no key at all.
+type (
+	hash map[string]string
+	str  string
+)
 
-// TestScriptsOnAbsentFields runs every script on a key that does not exist
-// and on hashes that lack a field. Redis turns a missing key or field into
-// Lua false, never nil: a script testing "== nil" would take an absent
-// record for a present one (and, say, create keys it should not). Each case
-// also checks the exact keys the script leaves behind.
+// TestScriptsOnAbsentFields runs every script on a key that does not exist,
+// on hashes (the former layout) that lack a field, and on strings (the
+// layout) that are no record or are records of every shape. Redis turns a
+// missing key or field into Lua false, never nil: a script testing "== nil"
+// would take an absent record for a present one (and, say, create keys it
+// should not). Each case also checks the exact keys the script leaves
+// behind, and their type: a write always leaves a string.
 func TestScriptsOnAbsentFields(t *testing.T) {
 	const forever = "0"
 	tests := []struct {
 		name  string
 		src   string
 		op    string // block.lua's opcode: args are then the operation's, retention last
-		seed  []hash // for KEYS[1], KEYS[2]
+		seed  []any  // hash or str, for KEYS[1], KEYS[2]…
 		args  []string
 		want  any
-		after []hash
+		after []any
 		nkeys int
 	}{
 		{name: "prepare absent", src: blockLua, op: "p", nkeys: 1,
-			args: []string{"x", "n", "0", "0"}, want: int64(1), after: []hash{{"v": "x", "t": forever}}},
-		{name: "prepare no t", src: blockLua, op: "p", nkeys: 1, seed: []hash{{"v": "old"}},
-			args: []string{"x", "n", "0", "0"}, want: int64(1), after: []hash{{"v": "x", "t": forever}}},
-		{name: "prepare no v", src: blockLua, op: "p", nkeys: 1, seed: []hash{{"t": forever}},
-			args: []string{"x", "n", "0", "0"}, want: int64(1), after: []hash{{"v": "x", "t": forever}}},
+			args: []string{"x", "n", "0", "0"}, want: int64(1), after: []any{str("0:x")}},
+		{name: "prepare no t", src: blockLua, op: "p", nkeys: 1, seed: []any{hash{"v": "old"}},
+			args: []string{"x", "n", "0", "0"}, want: int64(1), after: []any{str("0:x")}},
+		{name: "prepare no v", src: blockLua, op: "p", nkeys: 1, seed: []any{hash{"t": forever}},
+			args: []string{"x", "n", "0", "0"}, want: int64(1), after: []any{str("0:x")}},
 
-		{name: "get absent", src: blockLua, op: "g", nkeys: 1, args: []string{"0"}, want: nil, after: []hash{nil}},
-		{name: "get no t", src: blockLua, op: "g", nkeys: 1, seed: []hash{{"v": "old"}},
-			args: []string{"0"}, want: nil, after: []hash{{"v": "old"}}},
-		{name: "get no v", src: blockLua, op: "g", nkeys: 1, seed: []hash{{"t": forever}},
-			args: []string{"0"}, want: nil, after: []hash{{"t": forever}}},
+		{name: "get absent", src: blockLua, op: "g", nkeys: 1, args: []string{"0"}, want: nil, after: []any{nil}},
+		{name: "get no t", src: blockLua, op: "g", nkeys: 1, seed: []any{hash{"v": "old"}},
+			args: []string{"0"}, want: nil, after: []any{hash{"v": "old"}}},
+		{name: "get no v", src: blockLua, op: "g", nkeys: 1, seed: []any{hash{"t": forever}},
+			args: []string{"0"}, want: nil, after: []any{hash{"t": forever}}},
 
-		{name: "rollback absent", src: blockLua, op: "r", nkeys: 1, args: []string{"0", "", "0"}, want: int64(0), after: []hash{nil}},
-		{name: "rollback absent ifeq empty", src: blockLua, op: "r", nkeys: 1, args: []string{"1", "", "0"}, want: int64(0), after: []hash{nil}},
-		{name: "rollback no v ifeq empty", src: blockLua, op: "r", nkeys: 1, seed: []hash{{"t": forever}},
-			args: []string{"1", "", "0"}, want: int64(0), after: []hash{{"t": forever}}},
-		{name: "rollback no t", src: blockLua, op: "r", nkeys: 1, seed: []hash{{"v": "old"}},
-			args: []string{"0", "", "0"}, want: int64(0), after: []hash{{"v": "old"}}},
+		{name: "rollback absent", src: blockLua, op: "r", nkeys: 1, args: []string{"0", "", "0"}, want: int64(0), after: []any{nil}},
+		{name: "rollback absent ifeq empty", src: blockLua, op: "r", nkeys: 1, args: []string{"1", "", "0"}, want: int64(0), after: []any{nil}},
+		{name: "rollback no v ifeq empty", src: blockLua, op: "r", nkeys: 1, seed: []any{hash{"t": forever}},
+			args: []string{"1", "", "0"}, want: int64(0), after: []any{hash{"t": forever}}},
+		{name: "rollback no t", src: blockLua, op: "r", nkeys: 1, seed: []any{hash{"v": "old"}},
+			args: []string{"0", "", "0"}, want: int64(0), after: []any{hash{"v": "old"}}},
 
 		{name: "reprepare absent", src: blockLua, op: "u", nkeys: 1,
-			args: []string{"x", "0", "", "n", "0", "0"}, want: int64(0), after: []hash{nil}},
+			args: []string{"x", "0", "", "n", "0", "0"}, want: int64(0), after: []any{nil}},
 		{name: "reprepare absent keepttl", src: blockLua, op: "u", nkeys: 1,
-			args: []string{"x", "0", "", "k", "0", "0"}, want: int64(0), after: []hash{nil}},
-		{name: "reprepare no v ifeq empty", src: blockLua, op: "u", nkeys: 1, seed: []hash{{"t": forever}},
-			args: []string{"x", "1", "", "n", "0", "0"}, want: int64(0), after: []hash{{"t": forever}}},
-		{name: "reprepare no t", src: blockLua, op: "u", nkeys: 1, seed: []hash{{"v": "old"}},
-			args: []string{"x", "0", "", "n", "0", "0"}, want: int64(0), after: []hash{{"v": "old"}}},
+			args: []string{"x", "0", "", "k", "0", "0"}, want: int64(0), after: []any{nil}},
+		{name: "reprepare no v ifeq empty", src: blockLua, op: "u", nkeys: 1, seed: []any{hash{"t": forever}},
+			args: []string{"x", "1", "", "n", "0", "0"}, want: int64(0), after: []any{hash{"t": forever}}},
+		{name: "reprepare no t", src: blockLua, op: "u", nkeys: 1, seed: []any{hash{"v": "old"}},
+			args: []string{"x", "0", "", "n", "0", "0"}, want: int64(0), after: []any{hash{"v": "old"}}},
 
 		{name: "move both absent", src: blockLua, op: "m", nkeys: 2,
-			args: []string{"x", "", "n", "0", "0"}, want: int64(2), after: []hash{nil, nil}},
-		{name: "move old no v ifeq empty", src: blockLua, op: "m", nkeys: 2, seed: []hash{nil, {"t": forever}},
-			args: []string{"x", "", "n", "0", "0"}, want: int64(2), after: []hash{nil, {"t": forever}}},
-		{name: "move old no t", src: blockLua, op: "m", nkeys: 2, seed: []hash{nil, {"v": "o"}},
-			args: []string{"x", "o", "n", "0", "0"}, want: int64(2), after: []hash{nil, {"v": "o"}}},
-		{name: "move new no v", src: blockLua, op: "m", nkeys: 2, seed: []hash{{"t": forever}, {"v": "o", "t": forever}},
-			args: []string{"x", "o", "n", "0", "0"}, want: int64(1), after: []hash{{"v": "x", "t": forever}, nil}},
+			args: []string{"x", "", "n", "0", "0"}, want: int64(2), after: []any{nil, nil}},
+		{name: "move old no v ifeq empty", src: blockLua, op: "m", nkeys: 2, seed: []any{nil, hash{"t": forever}},
+			args: []string{"x", "", "n", "0", "0"}, want: int64(2), after: []any{nil, hash{"t": forever}}},
+		{name: "move old no t", src: blockLua, op: "m", nkeys: 2, seed: []any{nil, hash{"v": "o"}},
+			args: []string{"x", "o", "n", "0", "0"}, want: int64(2), after: []any{nil, hash{"v": "o"}}},
+		{name: "move new no v", src: blockLua, op: "m", nkeys: 2, seed: []any{hash{"t": forever}, hash{"v": "o", "t": forever}},
+			args: []string{"x", "o", "n", "0", "0"}, want: int64(1), after: []any{str("0:x"), nil}},
 
 		{name: "reserve absent", src: reserveLua, nkeys: 1,
-			args: []string{"x", "n", "0", "0"}, want: []any{int64(1)}, after: []hash{{"v": "x", "t": forever}}},
-		{name: "reserve no v", src: reserveLua, nkeys: 1, seed: []hash{{"t": forever}},
-			args: []string{"x", "n", "0", "0"}, want: []any{int64(1)}, after: []hash{{"v": "x", "t": forever}}},
-		{name: "reserve no t", src: reserveLua, nkeys: 1, seed: []hash{{"v": "old"}},
-			args: []string{"x", "n", "0", "0"}, want: []any{int64(1)}, after: []hash{{"v": "x", "t": forever}}},
+			args: []string{"x", "n", "0", "0"}, want: []any{int64(1)}, after: []any{str("0:x")}},
+		{name: "reserve no v", src: reserveLua, nkeys: 1, seed: []any{hash{"t": forever}},
+			args: []string{"x", "n", "0", "0"}, want: []any{int64(1)}, after: []any{str("0:x")}},
+		{name: "reserve no t", src: reserveLua, nkeys: 1, seed: []any{hash{"v": "old"}},
+			args: []string{"x", "n", "0", "0"}, want: []any{int64(1)}, after: []any{str("0:x")}},
 
 		{name: "unreserve absent empty value", src: unreserveLua, nkeys: 1,
-			args: []string{"", "0", "", "0", "0"}, want: int64(0), after: []hash{nil}},
-		{name: "unreserve no v empty value", src: unreserveLua, nkeys: 1, seed: []hash{{"t": forever}},
-			args: []string{"", "1", "p", "5", "0"}, want: int64(0), after: []hash{{"t": forever}}},
+			args: []string{"", "0", "", "0", "0"}, want: int64(0), after: []any{nil}},
+		{name: "unreserve no v empty value", src: unreserveLua, nkeys: 1, seed: []any{hash{"t": forever}},
+			args: []string{"", "1", "p", "5", "0"}, want: int64(0), after: []any{hash{"t": forever}}},
 	}
 	for _, srv := range scriptServers(t) {
 		t.Run(srv.name, func(t *testing.T) {
@@ -89,8 +96,13 @@ func TestScriptsOnAbsentFields(t *testing.T) {
 					for k := range keys {
 						// One hash tag: the two keys of move share a slot.
 						keys[k] = fmt.Sprintf("pktest:{%s:%d:%d}%d", t.Name(), time.Now().UnixNano(), i, k)
-						if k < len(tt.seed) && tt.seed[k] != nil {
-							require.NoError(t, srv.c.HSet(ctx, keys[k], map[string]string(tt.seed[k])).Err())
+						if k < len(tt.seed) {
+							switch seed := tt.seed[k].(type) {
+							case hash:
+								require.NoError(t, srv.c.HSet(ctx, keys[k], map[string]string(seed)).Err())
+							case str:
+								require.NoError(t, srv.c.Set(ctx, keys[k], string(seed), 0).Err())
+							}
 						}
 						t.Cleanup(func() { srv.c.Del(context.Background(), keys[k]) })
 					}
@@ -107,17 +119,36 @@ func TestScriptsOnAbsentFields(t *testing.T) {
 						require.Equal(t, want, got)
 					}
 					for k, key := range keys {
-						h, err := srv.c.HGetAll(ctx, key).Result()
-						require.NoError(t, err)
-						if tt.after[k] == nil {
-							require.Empty(t, h, "KEYS[%d] must not exist", k+1)
-						} else {
-							require.Equal(t, map[string]string(tt.after[k]), h, "KEYS[%d]", k+1)
-						}
+						requireKey(t, srv.c, key, tt.after[k], "KEYS[%d]", k+1)
 					}
 				})
 			}
 		})
+	}
+}
+
+// requireKey checks what key holds: nothing (want nil), a hash or a
+// string.
+func requireKey(t *testing.T, c goredis.Cmdable, key string, want any, msg ...any) {
+	t.Helper()
+	ctx := context.Background()
+	typ, err := c.Type(ctx, key).Result()
+	require.NoError(t, err)
+	switch want := want.(type) {
+	case nil:
+		require.Equal(t, "none", typ, msg...)
+	case hash:
+		require.Equal(t, "hash", typ, msg...)
+		h, err := c.HGetAll(ctx, key).Result()
+		require.NoError(t, err)
+		require.Equal(t, map[string]string(want), h, msg...)
+	case str:
+		require.Equal(t, "string", typ, msg...)
+		v, err := c.Get(ctx, key).Result()
+		require.NoError(t, err)
+		require.Equal(t, string(want), v, msg...)
+	default:
+		t.Fatalf("requireKey: %T", want)
 	}
 }
 

@@ -12,9 +12,9 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// TestLayout checks what a record looks like in Redis: the documented key
-// and fields, and the key's own expiry at ttlAt + retention (none for a
-// forever record), as every command leaves it.
+// TestLayout checks what a record looks like in Redis: the documented key,
+// a string "ttlAt:value", and the key's own expiry at ttlAt + retention
+// (none for a forever record), as every command leaves it.
 func TestLayout(t *testing.T) {
 	f := startFake(t)
 	s := openStore(t, f.url(), Config{KeyPrefix: "app1:", Options: backend.Options{Retention: time.Hour}})
@@ -29,21 +29,21 @@ func TestLayout(t *testing.T) {
 	steps := []struct {
 		name    string
 		do      func() (bool, error)
-		fields  map[string]string
+		record  str
 		expires int64 // PEXPIRETIME: -1 none
 	}{
 		{"prepare EX", func() (bool, error) {
 			return s.Prepare(ctx, "user", []byte("al}ce%"), []byte("v1"), after10s)
-		}, map[string]string{"v": "v1", "t": itoa(now + 10_000)}, now + 10_000 + 3_600_000},
+		}, str(itoa(now+10_000) + ":v1"), now + 10_000 + 3_600_000},
 		{"reprepare KEEPTTL", func() (bool, error) {
 			return s.Reprepare(ctx, "user", []byte("al}ce%"), []byte("v2"), backend.Cond{}, backend.Expiry{Kind: backend.KeepTTL})
-		}, map[string]string{"v": "v2", "t": itoa(now + 10_000)}, now + 10_000 + 3_600_000},
+		}, str(itoa(now+10_000) + ":v2"), now + 10_000 + 3_600_000},
 		{"reprepare forever", func() (bool, error) {
 			return s.Reprepare(ctx, "user", []byte("al}ce%"), []byte("v3"), backend.Cond{}, backend.Expiry{})
-		}, map[string]string{"v": "v3", "t": "0"}, -1},
+		}, "0:v3", -1},
 		{"reprepare EXAT", func() (bool, error) {
 			return s.Reprepare(ctx, "user", []byte("al}ce%"), []byte("v4"), backend.IfEq([]byte("v3")), at)
-		}, map[string]string{"v": "v4", "t": itoa(now + 60_000)}, now + 60_000 + 3_600_000},
+		}, str(itoa(now+60_000) + ":v4"), now + 60_000 + 3_600_000},
 	}
 	for _, st := range steps {
 		ok, err := st.do()
@@ -52,9 +52,7 @@ func TestLayout(t *testing.T) {
 		keys, err := rc.Keys(ctx, "*").Result()
 		require.NoError(t, err)
 		require.Equal(t, []string{rkey}, keys, st.name)
-		h, err := rc.HGetAll(ctx, rkey).Result()
-		require.NoError(t, err)
-		require.Equal(t, st.fields, h, st.name)
+		requireKey(t, rc, rkey, st.record, st.name)
 		exp, err := rc.Do(ctx, "PEXPIRETIME", rkey).Int64()
 		require.NoError(t, err)
 		require.Equal(t, st.expires, exp, st.name)
@@ -129,8 +127,7 @@ func TestServerClock(t *testing.T) {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestLayoutForeverOverExpired: a forever record written over an expired
-// one keeps no Redis expiry (block.lua skips PERSIST only when HSET added
-// both fields, that is on a key that held no record).
+// one keeps no Redis expiry (SET without PX drops the key's expiry).
 func TestLayoutForeverOverExpired(t *testing.T) {
 	f := startFake(t)
 	s := openStore(t, f.url(), Config{KeyPrefix: "pk:", Options: backend.Options{Retention: time.Hour}})
@@ -156,7 +153,5 @@ func TestLayoutForeverOverExpired(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok, "the record had expired")
 	require.Equal(t, int64(-1), expires("pk:{ns:k}"))
-	h, err := rc.HGetAll(ctx, "pk:{ns:k}").Result()
-	require.NoError(t, err)
-	require.Equal(t, map[string]string{"v": "v2", "t": "0"}, h)
+	requireKey(t, rc, "pk:{ns:k}", str("0:v2"))
 }

@@ -29,20 +29,32 @@
 -- key; OOM at the script's first write): the operations before it have
 -- run and written, so the script goes on and their answers are returned.
 --
--- A record is a hash {v = value, t = ttlAt in milliseconds, "0" forever};
--- a hash lacking either field is no record. HMGET gives false, never nil,
--- for a missing key or field. A record is live while t is 0 or now < t,
--- and kept as evidence until t + retention, when Redis deletes it by
--- itself (PEXPIREAT).
+-- A record is a Redis string: its ttlAt in milliseconds in decimal ("0"
+-- forever), ':', then the value's bytes (anything, ':' included: the first
+-- ':' ends the ttlAt). A string not of that form is no record. A record is
+-- live while its ttlAt is 0 or now < ttlAt, and kept as evidence until
+-- ttlAt + retention, when Redis deletes it by itself (the key's expiry,
+-- set with the SET that writes it). So a prepare of a free key is one
+-- Redis call, SET NX PX; only a key that exists is read (GET) and, when
+-- it may be taken, overwritten (SET, which also drops an old expiry).
+--
+-- Records written before this layout are hashes {v = value, t = ttlAt}
+-- (a hash lacking v or t is no record). GET of a hash answers WRONGTYPE:
+-- only then the key is read with HMGET, and a write replaces the hash with
+-- the string. A key of another type (someone else's data) answers
+-- WRONGTYPE to HMGET as well: that is the operation's error. GET gives
+-- false, never nil, for a missing key, and so does HMGET for a field.
 --
 -- The script defines no functions: Redis runs the whole source on every
 -- EVALSHA, and each definition is a closure made again per call (ten
 -- cost 0.65 us per call, docs/redis.md). The rules are still written once:
--- each operation decides here, and every write goes through the one tail
--- of the loop below (HSET, then PEXPIREAT or PERSIST). Numbers stay Lua
--- numbers: Redis passes a number to a command as "%.17g", the exact
--- integer below 2^53 (ttlAt is below 2^53 for every time up to the year
--- 285,000; EX/PX are capped at 2^52 ms by the caller).
+-- every read of a record is the one read loop below, each operation
+-- decides in its branch, and every write goes through the one tail of the
+-- loop. Times are Lua numbers, exact below 2^53 (ttlAt is below 2^53 for
+-- every time up to the year 285,000; EX/PX are capped at 2^52 ms by the
+-- caller), and are written with string.format('%.0f'): Redis turns a Lua
+-- number given to a command into text its own way (%.17g up to 7.0, a
+-- shortest form since), and PX needs an integer.
 
 -- The list is checked whole before anything runs: a malformed one changes
 -- nothing.
@@ -81,120 +93,160 @@ k, a = 1, 2
 while a <= n do
   local c = ARGV[a]
   local reply = 0
-  -- The operation's width, and its write when it makes one: wn keys from
-  -- KEYS[k] get the values from ARGV[wv] on, with the expiry at ARGV[am]
-  -- (mode, ms).
-  local nk, na = 1, 1
-  local wn, wv, am = 0, 0, 0
-  local keepT, keepTs
-  -- The first read of the operation's key. redis.pcall: a read that fails
-  -- (WRONGTYPE) is this operation's answer. A prepare needs only t (HGET;
-  -- HEXISTS v only when t is live, which is rare), the others v and t.
-  local r, t
+  -- The operation's width (nk keys, na arguments), and its write when it
+  -- makes one: wn keys from KEYS[k] get pre .. the values from ARGV[wv]
+  -- on, with the Redis expiry px ms from now (nil: none; 0 or less: the
+  -- record is past its retention already, so it is deleted), or the key's
+  -- own expiry (keep).
+  local nk, na, am = 1, 1, 0
   if c == 'p' then
-    r = redis.pcall('HGET', KEYS[k], 't')
-    t = type(r) == 'string' and tonumber(r)
-  else
-    r = redis.pcall('HMGET', KEYS[k], 'v', 't')
-    t = r.err == nil and r[1] and r[2] and tonumber(r[2])
+    na, am = 4, a + 2
+  elseif c == 'r' then
+    na = 3
+  elseif c == 'u' then
+    na, am = 6, a + 4
+  elseif c == 'm' then
+    nk, na, am = 2, 5, a + 3
+  elseif c == 'M' then
+    nk = tonumber(ARGV[a + 1])
+    na, am = 4 + nk, a + 2
   end
-  if type(r) == 'table' and r.err then
-    reply = r
-    if c == 'm' then
-      nk, na = 2, 5
-    elseif c == 'M' then
-      nk = tonumber(ARGV[a + 1])
-      na = 4 + nk
-    else
-      na = ({p = 4, g = 1, r = 3, u = 6})[c]
+  local wn, wv, pre, px, keep = 0, 0, '0:', nil, false
+  if am > 0 then
+    local mode, ttlAt = ARGV[am], 0
+    if mode == 'a' then
+      ttlAt = now + tonumber(ARGV[am + 1])
+      pre = string.format('%.0f:', ttlAt)
+    elseif mode == 't' then
+      -- An absolute time is stored as given: no precision lost past 2^53.
+      ttlAt = tonumber(ARGV[am + 1])
+      pre = ARGV[am + 1] .. ':'
+    elseif mode == 'k' then
+      keep = true
     end
+    if ttlAt ~= 0 and ttlAt + retention <= 9007199254740991 then
+      px = ttlAt + retention - now
+    end
+  end
+
+  -- A prepare first tries the free key: SET NX, one call. A key that
+  -- exists (a record, live or not, a hash of before, anything) is left
+  -- alone by NX and read below.
+  local done = false
+  if c == 'p' and (px == nil or px > 0) then
+    local w
+    if px then
+      w = redis.pcall('SET', KEYS[k], pre .. ARGV[a + 1], 'NX', 'PX', string.format('%.0f', px))
+    else
+      w = redis.pcall('SET', KEYS[k], pre .. ARGV[a + 1], 'NX')
+    end
+    if w then
+      -- OK, or the refusal of a first write (OOM): the answer either way.
+      done, reply = true, w.err and w or 1
+    end
+  end
+
+  -- The reads: KEYS[j] from j = k on, until the last of the operation's
+  -- keys, a live record, or an error (a move reads its old key only when
+  -- the new one is free; an MPREPARE stops at its first live key). Each
+  -- read leaves the record's value v, stored ttlAt ts and ttlAt t (false
+  -- or nil: no record), or the error r. redis.pcall: a read that fails
+  -- (WRONGTYPE) is this operation's answer.
+  local j, last = k, k + nk - 1
+  local r, v, ts, t
+  while not done do
+    v, ts, t = false, false, false
+    r = redis.pcall('GET', KEYS[j])
+    if type(r) == 'string' then
+      local i = string.find(r, ':', 1, true)
+      if i then
+        ts = string.sub(r, 1, i - 1)
+        t, v = tonumber(ts), string.sub(r, i + 1)
+      end
+      r = false
+    elseif r then
+      r = redis.pcall('HMGET', KEYS[j], 'v', 't')
+      if not r.err then
+        v, ts = r[1], r[2]
+        t = v and ts and tonumber(ts)
+        r = false
+      end
+    end
+    if r or j == last or (t and (t == 0 or now < t)) then
+      break
+    end
+    j = j + 1
+  end
+
+  if done then
+  elseif r then
+    reply = r
   elseif c == 'p' then
-    na = 4
-    if not (t and (t == 0 or now < t) and redis.call('HEXISTS', KEYS[k], 'v') == 1) then
-      reply, wn, wv, am = 1, 1, a + 1, a + 2
+    if not (t and (t == 0 or now < t)) then
+      reply, wn, wv = 1, 1, a + 1
     end
   elseif c == 'g' then
     reply = false
     if t and (t == 0 or now < t + retention) then
-      reply = {r[1], r[2], (t == 0 or now < t) and 1 or 0}
+      reply = {v, ts, (t == 0 or now < t) and 1 or 0}
     end
   elseif c == 'r' then
-    na = 3
-    if t and (t == 0 or now < t + retention) and (ARGV[a + 1] ~= '1' or r[1] == ARGV[a + 2]) then
+    if t and (t == 0 or now < t + retention) and (ARGV[a + 1] ~= '1' or v == ARGV[a + 2]) then
       redis.call('DEL', KEYS[k])
       reply = 1
     end
   elseif c == 'u' then
-    na = 6
-    if t and (t == 0 or now < t) and (ARGV[a + 2] ~= '1' or r[1] == ARGV[a + 3]) then
-      reply, wn, wv, am = 1, 1, a + 1, a + 4
-      keepT, keepTs = t, r[2]
+    if t and (t == 0 or now < t) and (ARGV[a + 2] ~= '1' or v == ARGV[a + 3]) then
+      reply, wn, wv = 1, 1, a + 1
+      if keep then
+        pre = ts .. ':'
+      end
     end
   elseif c == 'm' then
-    nk, na = 2, 5
-    if not (t and (t == 0 or now < t)) then
-      local o = redis.pcall('HMGET', KEYS[k + 1], 'v', 't')
-      local ot = o.err == nil and o[1] and o[2] and tonumber(o[2])
-      if o.err then
-        reply = o
-      elseif ot and o[1] == ARGV[a + 2] and (ot == 0 or now < ot + retention) then
-        redis.call('DEL', KEYS[k + 1])
-        reply, wn, wv, am = 1, 1, a + 1, a + 3
-      else
-        reply = 2
-      end
+    -- The reads stopped at the new key only when it is live.
+    if j == k then
+      reply = 0
+    elseif t and v == ARGV[a + 2] and (t == 0 or now < t + retention) then
+      reply, wn, wv = 1, 1, a + 1
+    else
+      reply = 2
     end
   else -- 'M': every key free, or nothing changes
-    nk = tonumber(ARGV[a + 1])
-    na = 4 + nk
-    reply = 1
-    for i = 0, nk - 1 do
-      if i > 0 then
-        r = redis.pcall('HMGET', KEYS[k + i], 'v', 't')
-        t = r.err == nil and r[1] and r[2] and tonumber(r[2])
-      end
-      if r.err then
-        reply = r
-        break
-      end
-      if t and (t == 0 or now < t) then
-        reply = 0
-        break
-      end
-    end
-    if reply == 1 then
-      wn, wv, am = nk, a + 4, a + 2
+    if t and (t == 0 or now < t) then
+      reply = 0
+    else
+      reply, wn, wv = 1, nk, a + 4
     end
   end
-  -- The write: HSET, then the Redis expiry, ttlAt + retention, or none for
-  -- a forever record (or one past 2^53 ms): PERSIST, unless HSET added
-  -- both fields (the key held no record: it had no expiry of ours). An
-  -- absolute time is stored as given, so no precision is lost past 2^53.
-  if wn > 0 then
-    local mode, ms = ARGV[am], ARGV[am + 1]
-    local ttlAt, ts = 0, '0'
-    if mode == 'a' then
-      ttlAt = now + tonumber(ms)
-      ts = ttlAt
-    elseif mode == 't' then
-      ttlAt, ts = tonumber(ms), ms
-    elseif mode == 'k' then
-      ttlAt, ts = keepT, keepTs
+
+  -- The write: SET, which replaces whatever the key held (a record, a
+  -- hash of before) and its expiry, with PX ttlAt + retention - now, none
+  -- for a forever record (or one past 2^53 ms), or the key's own with
+  -- KEEPTTL (the ttlAt is kept, so is the expiry written with it).
+  for i = 0, wn - 1 do
+    local w
+    if keep then
+      w = redis.pcall('SET', KEYS[k + i], pre .. ARGV[wv + i], 'KEEPTTL')
+    elseif px == nil then
+      w = redis.pcall('SET', KEYS[k + i], pre .. ARGV[wv + i])
+    elseif px > 0 then
+      w = redis.pcall('SET', KEYS[k + i], pre .. ARGV[wv + i], 'PX', string.format('%.0f', px))
+    else
+      -- Past its retention at once (an absolute time long gone): what
+      -- PEXPIREAT in the past did, Redis deleting the key.
+      w = redis.call('DEL', KEYS[k + i])
     end
-    for i = 0, wn - 1 do
-      -- OOM can only refuse a script's first write, before anything of
-      -- the block is written.
-      local w = redis.pcall('HSET', KEYS[k + i], 'v', ARGV[wv + i], 't', ts)
-      if type(w) == 'table' then
-        reply = w
-        break
-      end
-      if ttlAt ~= 0 and ttlAt + retention <= 9007199254740991 then
-        redis.call('PEXPIREAT', KEYS[k + i], ttlAt + retention)
-      elseif w < 2 then
-        redis.call('PERSIST', KEYS[k + i])
-      end
+    -- OOM can only refuse a script's first write, before anything of the
+    -- block is written.
+    if type(w) == 'table' and w.err then
+      reply = w
+      break
     end
+  end
+  -- A move deletes its old key once the new one is written, so that a
+  -- refused write leaves both as they were.
+  if c == 'm' and reply == 1 then
+    redis.call('DEL', KEYS[k + 1])
   end
   out[#out + 1] = reply
   k, a = k + nk, a + na

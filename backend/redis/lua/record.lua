@@ -1,7 +1,10 @@
--- record.lua comes first in every script (scripts.go joins them when the
--- scripts are loaded), so that each EVALSHA script is whole and the rules
--- below are written once. A record is a hash {v = value, t = ttlAt in
--- milliseconds as stored, "0" for forever}.
+-- record.lua comes first in reserve.lua and unreserve.lua (scripts.go joins
+-- them when the scripts are loaded), the two steps of a key change or an
+-- MPREPARE across Cluster slots, which are rare: so the record rules are
+-- functions here. block.lua, which runs every other operation, has them
+-- inline and defines no functions. A record is a string: ttlAt in
+-- milliseconds in decimal ("0" forever), ':', then the value (docs/redis.md,
+-- Key layout); one written before that layout is a hash {v, t}.
 
 -- clock is the Redis server's time in milliseconds, so that every sidecar
 -- judges expiry alike, whatever the pods' clocks say.
@@ -11,11 +14,24 @@ local function clock()
 end
 
 -- load returns the value, ttlAt and stored ttlAt of the record at key, or
--- nil. HMGET gives false, never nil, for a missing key or field; a hash
--- that lacks either field is no record.
+-- nil. GET of a hash (a record of the former layout) answers WRONGTYPE:
+-- then HMGET, which raises WRONGTYPE itself on a key of another type. GET
+-- and HMGET give false, never nil, for a missing key or field; a string
+-- not of the form, or a hash lacking a field, is no record.
 local function load(key)
+  local s = redis.pcall('GET', key)
+  if type(s) == 'string' then
+    local i = string.find(s, ':', 1, true)
+    local t = i and tonumber(string.sub(s, 1, i - 1))
+    if not t then
+      return nil
+    end
+    return string.sub(s, i + 1), t, string.sub(s, 1, i - 1)
+  elseif s == false then
+    return nil
+  end
   local r = redis.call('HMGET', key, 'v', 't')
-  if r[1] == false or r[2] == false then
+  if r[1] == false or r[2] == false or not tonumber(r[2]) then
     return nil
   end
   return r[1], tonumber(r[2]), r[2]
@@ -24,12 +40,6 @@ end
 -- live: forever, or not yet expired.
 local function live(t, now)
   return t == 0 or now < t
-end
-
--- gone: expired for longer than the retention, so no longer evidence
--- (Redis is about to delete it).
-local function gone(t, now, retention)
-  return t ~= 0 and now >= t + retention
 end
 
 -- expiry resolves an expiry mode ('n' forever, 'a' after ms, 't' at ms) to
@@ -45,16 +55,17 @@ local function expiry(mode, ms, now)
   return 0, '0'
 end
 
--- save writes the record. Redis deletes it by itself once it has been
--- expired for the retention; a forever record (or one past 2^53 ms) never
--- expires.
-local function save(key, value, ttlAt, ts, retention)
-  redis.call('HSET', key, 'v', value, 't', ts)
+-- save writes the record, over whatever the key held. Redis deletes it by
+-- itself once it has been expired for the retention (PX from now); a
+-- forever record (or one past 2^53 ms) never expires; one already past its
+-- retention is deleted at once.
+local function save(key, value, ttlAt, ts, retention, now)
   local at = ttlAt + retention
   if ttlAt == 0 or at > 9007199254740991 then
-    redis.call('PERSIST', key)
+    redis.call('SET', key, ts .. ':' .. value)
+  elseif at > now then
+    redis.call('SET', key, ts .. ':' .. value, 'PX', string.format('%.0f', at - now))
   else
-    redis.call('PEXPIREAT', key, string.format('%.0f', at))
+    redis.call('DEL', key)
   end
 end
-

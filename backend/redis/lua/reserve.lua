@@ -1,3 +1,4 @@
+
 -- First step of a key change across two Cluster slots: PK.PREPARE of the
 -- new key that also returns the record it replaces, so that unreserve.lua
 -- can put it back if the key change is undone.
@@ -14,5 +15,5 @@ if prev ~= nil then
   reply = {1, prev, prevStored}
 end
 local ttlAt, ts = expiry(ARGV[2], ARGV[3], now)
-save(KEYS[1], ARGV[1], ttlAt, ts, tonumber(ARGV[4]))
+save(KEYS[1], ARGV[1], ttlAt, ts, tonumber(ARGV[4]), now)
 return reply
