@@ -19,8 +19,9 @@ import (
 // a dozen scattered reads per lookup: 35 % of the sidecar's CPU at
 // pipeline 16 with a million records (docs/benchmarks.md, `memory:` speed).
 //
-// The table is 16 bytes a slot, at most 3/4 full: 21 to 43 bytes a record
-// depending on where it is between two doublings (BenchmarkFootprint).
+// The table is 16 bytes a slot, at most 3/4 full (it doubles) and at least
+// 1/8 full (it halves): 21 to 43 bytes a record as it grows
+// (BenchmarkFootprint).
 type table struct {
 	slots []slot // size slots, then spare ones a run may spill into
 	bits  uint   // size is 1<<bits
@@ -129,13 +130,22 @@ func (t *table) remove(h uint64, en *entry) {
 	copy(t.slots[i:j-1], t.slots[i+1:j])
 	t.slots[j-1] = slot{}
 	t.n--
+	if t.bits > minTableBits && t.n*8 < 1<<t.bits {
+		// Under 1/8 full: halve it, so that a store whose records have
+		// expired gives their slots back (it is then under 1/4 full: a
+		// few inserts do not grow it again).
+		t.resize(t.bits - 1)
+	}
 }
 
-// grow doubles the table, until its records fit in it with their runs
-// within the spare slots.
-func (t *table) grow() {
+// grow doubles the table.
+func (t *table) grow() { t.resize(t.bits + 1) }
+
+// resize remakes the table with 1<<bits home slots, or more until its
+// records fit with their runs within the spare slots.
+func (t *table) resize(bits uint) {
 	old := t.slots
-	for bits := t.bits + 1; ; bits++ {
+	for ; ; bits++ {
 		t.bits = bits
 		t.slots = make([]slot, 1<<bits+tableSpare)
 		next, fits := 0, true

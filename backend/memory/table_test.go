@@ -164,3 +164,30 @@ func TestScanAmongOtherNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// TestTableShrinks: a table gives its slots back as its records go (the
+// sweep deleting a mass of expired records), down to its first size.
+func TestTableShrinks(t *testing.T) {
+	seed := maphash.MakeSeed()
+	tb := newTable()
+	want := map[string]*entry{}
+	for i := range 10000 {
+		k := fmt.Sprintf("k%d", i)
+		want[k] = newEntry(k, nil, backend.Forever)
+		tb.insert(hashIn(seed, k), want[k])
+	}
+	big := len(tb.slots)
+	require.Greater(t, big, 10000)
+	for i := range 9990 {
+		k := fmt.Sprintf("k%d", i)
+		tb.remove(hashIn(seed, k), want[k])
+		delete(want, k)
+	}
+	require.Less(t, len(tb.slots), 200, "slots after all but 10 records went")
+	requireTable(t, &tb, seed, want)
+	for k, en := range want {
+		tb.remove(hashIn(seed, k), en)
+	}
+	require.Equal(t, 1<<minTableBits+tableSpare, len(tb.slots))
+	requireTable(t, &tb, seed, map[string]*entry{})
+}
