@@ -21,8 +21,9 @@ import (
 // has read all the input that is ready: on a 2-core machine that cost less
 // than handing the batch to the batcher's goroutine and back (fewer thread
 // wake-ups: 19 against 25 µs of CPU per request at pipeline 1,
-// scripts/bench.sh). The batch itself runs on a goroutine started by the
-// loop (a job), which the Go scheduler runs on the loop's own thread while
+// scripts/bench.sh). The batch itself runs on another goroutine (a job,
+// handed to one of the batcher's workers: dispatch), which the Go
+// scheduler runs on the loop's own thread while
 // the loop waits, so the fast path wakes no other thread; the loop waits
 // for it at most onLoopBudget. A batch that takes longer (a slow or hung
 // disk, a failing backend) is left to its job, the loop goes on answering

@@ -11,8 +11,10 @@ import (
 	"github.com/prepkey/prepkey/commands"
 )
 
-// job is one batch of runs at the store (Handler.Batch), on a goroutine of
-// its own, so that whoever sends it waits only as long as it chooses: the
+// job is one batch of runs at the store (Handler.Batch), on a goroutine
+// other than its sender's (a worker of the loop's batcher, see dispatch,
+// or one of its own for a store that does not batch), so that whoever
+// sends it waits only as long as it chooses: the
 // loop for onLoopBudget, the batcher's goroutine and offloaded runs for the
 // backend timeout. When the store has not answered for --backend-timeout,
 // the runs are answered -UNAVAILABLE whatever the store does: a store that
