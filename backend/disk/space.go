@@ -109,6 +109,11 @@ func (s *space) room() error {
 	if !s.full.Load() {
 		return nil
 	}
+	if s.avail.Load() >= s.reserve {
+		// Full without being below the reserve: a write met ENOSPC
+		// (onDiskFull), with no reserve or past it.
+		return fmt.Errorf("%w: a write found no space on %s; writes resume once space is freed", ErrDiskFull, s.dir)
+	}
 	return fmt.Errorf("%w: %s free on %s, below the reserve of %s (--min-free-disk); writes resume once space is freed",
 		ErrDiskFull, bytesText(s.avail.Load()), s.dir, bytesText(s.reserve))
 }
