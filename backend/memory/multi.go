@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -71,15 +70,6 @@ func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, exp 
 // are then sorted by key, so that a namespace that fits in one page comes
 // back in key order, as on file:.
 func (s *Store) Scan(_ context.Context, ns string, pos []byte, count int) (backend.Page, error) {
-	if pos == nil {
-		// A scan is background work (reconciliation): its first page lets
-		// the goroutines made runnable just before it go first. A page
-		// takes microseconds and blocks on nothing, so without it a whole
-		// scan could run before writers started just ahead of it ran at
-		// all on a busy machine (the conformance suite's scan race saw
-		// no insert during its scans in 7 runs of 40).
-		runtime.Gosched()
-	}
 	prefix := string(mapKey(nil, ns, nil))
 	var last uint64 // the records of hash at most last are passed
 	i, started := 0, pos != nil
