@@ -17,7 +17,8 @@ import (
 // (PK.PREPARE answers 0 and leaves it as it was), and every write replaces
 // the hash with the string layout: a REPREPARE KEEPTTL keeping the hash's
 // expiry, a ROLLBACK deleting it, a PREPARE over an expired one, and a
-// key change from one. On miniredis and on a real redis-server.
+// key change from one. PK.SCAN skips a list under the prefix. On miniredis
+// and on a real redis-server.
 func TestUpgradeFromHashRecords(t *testing.T) {
 	f := startFake(t)
 	own := startRedis(t)
@@ -62,7 +63,10 @@ func TestUpgradeFromHashRecords(t *testing.T) {
 			require.True(t, found)
 			require.Equal(t, backend.Record{Value: b("old-c"), TTLAt: now - 1000}, rec)
 
-			// PK.SCAN reads the hashes too.
+			// PK.SCAN reads the hashes too, and skips what is no record: a
+			// string not of the form, a key of another type.
+			require.NoError(t, rc.Set(ctx, "up:{ns:junk}", "junk", 0).Err())
+			require.NoError(t, rc.RPush(ctx, "up:{ns:list}", "x").Err())
 			page, err := s.Scan(ctx, "ns", nil, 1000)
 			require.NoError(t, err)
 			seen := map[string]string{}
