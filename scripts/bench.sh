@@ -2,7 +2,7 @@
 # Measures the sidecar side by side with the Redis it is compared to, in one
 # run, with redis-benchmark (-c 50 -n 200000 -r 1000000) at pipeline 1 and 16:
 #
-#   memory:   sidecar PK.PREPARE    vs  SET k v NX PX 60000 on redis-server (no persistence)
+#   memory:   sidecar PK.PREPARE PX 60000 vs  SET k v NX PX 60000 on redis-server (no persistence)
 #   file:     sidecar PK.PREPARE    vs  EVALSHA of the sidecar's script (block.lua, one PK.PREPARE)
 #             on redis-server (appendfsync always)
 #   redis://  sidecar PK.PREPARE … PX 60000  vs  EVALSHA sent directly to the same Redis of
@@ -198,9 +198,19 @@ us() { awk -v c="$1" -v n="$N" 'BEGIN {printf "%.1f", c/n}'; }
 fresh() { redis-cli -p "$plain_port" FLUSHALL >/dev/null; }
 
 # One measured run each; P and r are the loop's pipeline and round.
-run_setnx() { add "setnx$P" "$(rps "$plain_port" "$P" "$N" SET "s$P$r:k:__rand_int__" v NX PX 60000)"; }
-run_mem() { add "mem$P" "$(rps "$mem_port" "$P" "$N" PK.PREPARE "m$P-$r" "k:__rand_int__" v)"; }
-run_fsync() { add "fsync$P" "$(rps "$fsync_port" "$P" "$N" $(evalsha "f$P-$r"))"; }
+# timed NAME PID PORT ARGS...: one run's requests/s as NAME$P and the CPU per
+# request of process PID meanwhile as NAME${P}cpu.
+timed() {
+	local name=$1 pid=$2 port=$3; shift 3
+	local c0 c1; c0=$(cpu "$pid")
+	add "$name$P" "$(rps "$port" "$P" "$N" "$@")"
+	c1=$(cpu "$pid")
+	add "${name}${P}cpu" "$(us $((c1 - c0)))"
+}
+# memory: and SET NX both with PX 60000: an expiry is work on both sides.
+run_setnx() { timed setnx "$plain_pid" "$plain_port" SET "s$P$r:k:__rand_int__" v NX PX 60000; }
+run_mem() { timed mem "$mem_pid" "$mem_port" PK.PREPARE "m$P-$r" "k:__rand_int__" v PX 60000; }
+run_fsync() { timed fsync "$fsync_pid" "$fsync_port" $(evalsha "f$P-$r"); }
 run_file() {
 	local s0 s1; s0=$(cpu "$file_pid")
 	add "file$P" "$(rps "$file_port" "$P" "$N" PK.PREPARE "f$P-$r" "k:__rand_int__" v)"
@@ -250,11 +260,11 @@ for P in $PIPELINES; do
 	echo "## pipeline $P"
 	row() { printf '%-52s %8s req/s (%s)  %s\n' "$1" "$(median "$2")" "$(spread "$2")" "${3:-}"; }
 	if [[ " $ONLY " == *" mem "* ]]; then
-		row "redis-server SET NX PX (no persistence)" "setnx$P"
-		row "sidecar memory: PK.PREPARE" "mem$P" "$(ratio "$(median "mem$P")" "$(median "setnx$P")") of SET NX"
+		row "redis-server SET NX PX (no persistence)" "setnx$P" "redis CPU $(median "setnx${P}cpu") us/req"
+		row "sidecar memory: PK.PREPARE PX" "mem$P" "$(ratio "$(median "mem$P")" "$(median "setnx$P")") of SET NX; sidecar CPU $(median "mem${P}cpu") us/req"
 	fi
 	if [[ " $ONLY " == *" file "* ]]; then
-		row "redis-server EVALSHA block.lua 1 op (appendfsync always)" "fsync$P"
+		row "redis-server EVALSHA block.lua 1 op (appendfsync always)" "fsync$P" "redis CPU $(median "fsync${P}cpu") us/req"
 		row "sidecar file: PK.PREPARE" "file$P" "$(ratio "$(median "file$P")" "$(median "fsync$P")") of EVALSHA fsync; sidecar CPU $(median "filecpu$P") us/req"
 	fi
 	if [[ " $ONLY " == *" redis "* ]]; then
