@@ -211,26 +211,9 @@ timed() {
 run_setnx() { timed setnx "$plain_pid" "$plain_port" SET "s$P$r:k:__rand_int__" v NX PX 60000; }
 run_mem() { timed mem "$mem_pid" "$mem_port" PK.PREPARE "m$P-$r" "k:__rand_int__" v PX 60000; }
 run_fsync() { timed fsync "$fsync_pid" "$fsync_port" $(evalsha "f$P-$r"); }
-run_file() {
-	local s0 s1; s0=$(cpu "$file_pid")
-	add "file$P" "$(rps "$file_port" "$P" "$N" PK.PREPARE "f$P-$r" "k:__rand_int__" v)"
-	s1=$(cpu "$file_pid")
-	add "filecpu$P" "$(us $((s1 - s0)))"
-}
-run_direct() {
-	fresh
-	local c0 c1; c0=$(cpu "$plain_pid")
-	add "direct$P" "$(rps "$plain_port" "$P" "$N" $(evalsha "d$P-$r" a 60000))"
-	c1=$(cpu "$plain_pid")
-	add "directcpu$P" "$(us $((c1 - c0)))"
-}
-run_minimal() {
-	fresh
-	local c0 c1; c0=$(cpu "$plain_pid")
-	add "minimal$P" "$(rps "$plain_port" "$P" "$N" $(evalmin "n$P-$r"))"
-	c1=$(cpu "$plain_pid")
-	add "minimalcpu$P" "$(us $((c1 - c0)))"
-}
+run_file() { timed file "$file_pid" "$file_port" PK.PREPARE "f$P-$r" "k:__rand_int__" v; }
+run_direct() { fresh; timed direct "$plain_pid" "$plain_port" $(evalsha "d$P-$r" a 60000); }
+run_minimal() { fresh; timed minimal "$plain_pid" "$plain_port" $(evalmin "n$P-$r"); }
 run_via() {
 	fresh
 	local c0 c1 s0 s1; c0=$(cpu "$plain_pid"); s0=$(cpu "$viaredis_pid")
@@ -265,11 +248,11 @@ for P in $PIPELINES; do
 	fi
 	if [[ " $ONLY " == *" file "* ]]; then
 		row "redis-server EVALSHA block.lua 1 op (appendfsync always)" "fsync$P" "redis CPU $(median "fsync${P}cpu") us/req"
-		row "sidecar file: PK.PREPARE" "file$P" "$(ratio "$(median "file$P")" "$(median "fsync$P")") of EVALSHA fsync; sidecar CPU $(median "filecpu$P") us/req"
+		row "sidecar file: PK.PREPARE" "file$P" "$(ratio "$(median "file$P")" "$(median "fsync$P")") of EVALSHA fsync; sidecar CPU $(median "file${P}cpu") us/req"
 	fi
 	if [[ " $ONLY " == *" redis "* ]]; then
-		row "redis-server EVALSHA block.lua 1 op PX (direct)" "direct$P" "redis CPU $(median "directcpu$P") us/req"
-		row "redis-server EVALSHA prepare-minimal.lua (direct)" "minimal$P" "redis CPU $(median "minimalcpu$P") us/req"
+		row "redis-server EVALSHA block.lua 1 op PX (direct)" "direct$P" "redis CPU $(median "direct${P}cpu") us/req"
+		row "redis-server EVALSHA prepare-minimal.lua (direct)" "minimal$P" "redis CPU $(median "minimal${P}cpu") us/req"
 		row "sidecar redis:// PK.PREPARE PX" "via$P" "$(ratio "$(median "via$P")" "$(median "minimal$P")") of minimal, $(ratio "$(median "via$P")" "$(median "direct$P")") of block.lua; sidecar CPU $(median "sidecarcpu$P") us/req, redis CPU $(median "viarediscpu$P") us/req"
 	fi
 	if [ -n "${PK_TEST_MONGO_URI:-}" ]; then
