@@ -103,6 +103,14 @@ func (c *infoClient) info(args ...string) string {
 	return string(body[:n])
 }
 
+// dialInfo connects an infoClient to addr; the connection closes with the test.
+func dialInfo(t *testing.T, addr string) *infoClient {
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { nc.Close() })
+	return &infoClient{t: t, nc: nc, rd: bufio.NewReader(nc)}
+}
+
 // TestInfoStats: after a known set of commands, INFO's Stats, Commandstats
 // and Errorstats count exactly them, in Redis's format, on the inline path
 // and on the path through the store off the loop.
@@ -115,10 +123,7 @@ func TestInfoStats(t *testing.T) {
 			}
 			h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
 			addr, _ := serveServer(t, Config{MaxClients: 7, Backend: "memory", Version: "9.9"}, h)
-			nc, err := net.Dial("tcp", addr)
-			require.NoError(t, err)
-			defer nc.Close()
-			c := &infoClient{t: t, nc: nc, rd: bufio.NewReader(nc)}
+			c := dialInfo(t, addr)
 			c.do(":1\r\n", "PK.PREPARE", "ns", "a", "v")
 			c.do(":0\r\n", "pk.prepare", "ns", "a", "w")
 			c.do("-ERR invalid namespace name\r\n", "PK.PREPARE", "n s", "a", "v")
@@ -218,10 +223,7 @@ func TestInfoStatsMulti(t *testing.T) {
 	st := memory.New(backend.Options{})
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
 	addr, _ := serveServer(t, Config{Backend: "memory"}, h)
-	nc, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer nc.Close()
-	c := &infoClient{t: t, nc: nc, rd: bufio.NewReader(nc)}
+	c := dialInfo(t, addr)
 	c.do("+OK\r\n", "MULTI")
 	c.do("+QUEUED\r\n", "PK.PREPARE", "ns", "a", "v")
 	c.do("+QUEUED\r\n", "PK.PREPARE", "ns", "a", "v")
@@ -242,11 +244,8 @@ func TestInfoCountsPipelineBefore(t *testing.T) {
 	st := memory.New(backend.Options{})
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
 	addr, srv := serveServer(t, Config{Backend: "memory"}, h)
-	nc, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer nc.Close()
-	c := &infoClient{t: t, nc: nc, rd: bufio.NewReader(nc)}
-	_, err = nc.Write([]byte(req("PK.PREPARE", "ns", "a", "v") + req("PK.PREPARE", "ns", "a", "v") + req("PING") +
+	c := dialInfo(t, addr)
+	_, err := c.nc.Write([]byte(req("PK.PREPARE", "ns", "a", "v") + req("PK.PREPARE", "ns", "a", "v") + req("PING") +
 		req("INFO", "commandstats", "stats")))
 	require.NoError(t, err)
 	c.do(":1\r\n")
