@@ -115,24 +115,25 @@ func (o options) expiry(nowMs int64, cmd string) (backend.Expiry, Reply, bool) {
 	if !ok && numeral(o.ttlArg) && !overflows(o.ttlArg) {
 		return backend.Expiry{}, errReply(errNotInteger), false
 	}
-	invalid := invalidExpire(cmd)
+	// The error is formatted only when it is the answer: on every PK.PREPARE
+	// with PX it was an fmt.Sprintf (0.3 % of the CPU at pipeline 1).
 	if !ok || n <= 0 {
-		return backend.Expiry{}, invalid, false
+		return backend.Expiry{}, invalidExpire(cmd), false
 	}
 	if o.ttlWord[0]|0x20 == 'e' { // EX, EXAT count seconds
 		if n > math.MaxInt64/1000 {
-			return backend.Expiry{}, invalid, false
+			return backend.Expiry{}, invalidExpire(cmd), false
 		}
 		n *= 1000
 	}
 	if len(o.ttlWord) == 2 { // EX, PX
 		if n > maxTTLAt-nowMs {
-			return backend.Expiry{}, invalid, false
+			return backend.Expiry{}, invalidExpire(cmd), false
 		}
 		return backend.Expiry{Kind: backend.ExpireAfter, Millis: n}, Reply{}, true
 	}
 	if n <= nowMs || n > maxTTLAt {
-		return backend.Expiry{}, invalid, false
+		return backend.Expiry{}, invalidExpire(cmd), false
 	}
 	return backend.Expiry{Kind: backend.ExpireAt, Millis: n}, Reply{}, true
 }

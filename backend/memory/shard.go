@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"container/heap"
 	"hash/maphash"
 	"sync"
 	"unsafe"
@@ -95,8 +94,7 @@ func (sh *shard) replace(en *entry, value []byte, ttlAt int64) {
 		sh.recs.slots[i].en = nen
 	}
 	if en.index >= 0 {
-		nen.index = en.index
-		sh.exp[en.index] = nen
+		sh.exp.set(int(en.index), expirySlot{ttlAt: nen.ttlAt, en: nen})
 		en.index = -1
 	}
 	sh.setTTL(nen, ttlAt)
@@ -107,12 +105,12 @@ func (sh *shard) setTTL(en *entry, ttlAt int64) {
 	en.ttlAt = ttlAt
 	switch {
 	case ttlAt == backend.Forever && en.index >= 0:
-		heap.Remove(&sh.exp, int(en.index))
+		sh.exp.remove(int(en.index))
 	case ttlAt == backend.Forever:
 	case en.index >= 0:
-		heap.Fix(&sh.exp, int(en.index))
+		sh.exp.fix(int(en.index))
 	default:
-		heap.Push(&sh.exp, en)
+		sh.exp.push(en)
 	}
 }
 
@@ -120,34 +118,6 @@ func (sh *shard) remove(en *entry) {
 	k := en.key()
 	sh.recs.remove(hashKey(sh.seed, unsafe.Slice(unsafe.StringData(k), len(k))), en)
 	if en.index >= 0 {
-		heap.Remove(&sh.exp, int(en.index))
+		sh.exp.remove(int(en.index))
 	}
-}
-
-// expiryHeap orders the records that can expire by ttlAt. With one
-// retention for the whole store, that is also the order of deletion.
-type expiryHeap []*entry
-
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].ttlAt < h[j].ttlAt }
-func (h expiryHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = int32(i)
-	h[j].index = int32(j)
-}
-
-func (h *expiryHeap) Push(x any) {
-	en := x.(*entry)
-	en.index = int32(len(*h))
-	*h = append(*h, en)
-}
-
-func (h *expiryHeap) Pop() any {
-	old := *h
-	n := len(old) - 1
-	en := old[n]
-	old[n] = nil
-	en.index = -1
-	*h = old[:n]
-	return en
 }

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"container/heap"
 	"time"
 )
 
@@ -40,11 +39,10 @@ func (s *Store) sweep() (visited int) {
 					break
 				}
 				visited++
-				en := sh.exp[0]
-				if !s.opts.Gone(en.ttlAt, nowMs) {
+				if !s.opts.Gone(sh.exp[0].ttlAt, nowMs) {
 					break
 				}
-				heap.Pop(&sh.exp)
+				en := sh.exp.remove(0)
 				sh.remove(en) // (no longer in the heap: remove leaves it)
 				s.swept.Add(1)
 			}

@@ -50,7 +50,8 @@ func requireIndexed(t *testing.T, s *Store) {
 			}
 			expiring++
 			require.GreaterOrEqual(t, en.index, int32(0), "expiring record not in the heap")
-			require.Same(t, en, sh.exp[en.index])
+			require.Same(t, en, sh.exp[en.index].en)
+			require.Equal(t, en.ttlAt, sh.exp[en.index].ttlAt, "heap slot's ttlAt")
 		}
 		require.Len(t, sh.exp, expiring, "shard %d heap holds records no longer there", i)
 		for j := 1; j < len(sh.exp); j++ {
