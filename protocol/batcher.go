@@ -36,9 +36,7 @@ import (
 // and reads the replies when they come (package upstream). While that
 // connection is down, batches go to Handler.Batch on the batcher's
 // goroutine, never on the loop: the connection is down because the
-// backend failed or was slow. While a batch is on that connection, the
-// next one waits for its answer until it holds wireHoldCmds commands
-// (wireHold): the replies' round trip gathers the runs of more clients.
+// backend failed or was slow.
 type batcher struct {
 	handler Handler
 	loop    connLoop
@@ -51,10 +49,6 @@ type batcher struct {
 	workers atomic.Int32 // workers alive (dispatch)
 
 	onLoop []*conn // runs for the next batch on the loop; the loop's own
-	// onLoopCmds counts the commands of onLoop; pending reports whether a
-	// runOnLoop is queued for them. The loop's own.
-	onLoopCmds int
-	pending    bool
 
 	// queued counts the commands of the loop's runs from submit to resume:
 	// waiting, at the store, or on the loop's Redis connection. Past
@@ -96,8 +90,6 @@ type link interface {
 	Send(upstream.Batch)
 	// Close stops its dialling; the loops close the connection.
 	Close()
-	// Flights is how many batches it has sent that are not answered yet.
-	Flights() int
 }
 
 // ready reports whether batches go on the loop's own connection.
@@ -141,10 +133,9 @@ func (b *batcher) submit(c *conn) {
 	b.queued += len(c.runArgs)
 	if b.ready() || (b.up == nil && !b.offLoop.Load()) {
 		b.onLoop = append(b.onLoop, c)
-		b.onLoopCmds += len(c.runArgs)
-		if len(b.onLoop) == 1 || b.onLoopCmds >= wireHoldCmds {
+		if len(b.onLoop) == 1 {
 			// Runs once the loop has served the input that is ready now.
-			b.schedule()
+			_ = b.loop.later(b.runOnLoop)
 		}
 		return
 	}
@@ -167,49 +158,12 @@ func (b *batcher) queueOffLoop(conns ...*conn) {
 	}
 }
 
-// schedule queues runOnLoop, once, to run after the loop's current round.
-func (b *batcher) schedule() {
-	if !b.pending {
-		b.pending = true
-		_ = b.loop.later(b.runOnLoop)
-	}
-}
-
-// wireHoldCmds is how many commands a batch for the loop's Redis
-// connection gathers, at most, before it goes while another is still
-// unanswered: a full script call (backend/redis's maxBlockOps). Below it,
-// the batch waits for that answer.
-//
-// Why: at pipeline 1 with 50 clients, a batch sent as soon as the round's
-// input was read held 6 commands on average; waiting for the answer of
-// the batch on its way, 21. Redis ran fewer, longer script calls and both
-// sides read and wrote less: 10.2 -> 9.8 us of the sidecar's CPU per
-// request, 6.5 -> 5.9 us of Redis's (scripts/bench.sh's redis:// row, 4
-// rounds alternating). Waiting whatever the size lost 14 % of requests/s
-// at pipeline 16: Redis sat idle while the loop wrote a large batch's
-// replies. A lone client never waits: nothing is on its way.
-const wireHoldCmds = 128
-
-// wireHold reports whether the runs gathered wait for the batch on the
-// loop's connection to be answered (wireHoldCmds).
-func (b *batcher) wireHold() bool {
-	return b.up.Flights() > 0 && b.onLoopCmds < wireHoldCmds
-}
-
 func (b *batcher) runOnLoop() {
-	b.pending = false
-	if len(b.onLoop) == 0 {
-		return
-	}
-	if b.ready() && b.wireHold() {
-		return // wireBatch.Answer schedules them
-	}
 	conns := b.onLoop
 	b.onLoop = make([]*conn, 0, 2*len(conns))
-	b.onLoopCmds = 0
 	switch {
 	case b.ready():
-		b.up.Send(&wireBatch{b: b, conns: conns, cmds: runsOf(conns)})
+		b.up.Send(&wireBatch{conns: conns, cmds: runsOf(conns)})
 		return
 	case b.up != nil: // the connection went down since they were queued
 		b.queueOffLoop(conns...)
@@ -251,7 +205,6 @@ func (b *batcher) run() {
 // wireBatch is the runs of conns sent on the loop's own connection to the
 // store.
 type wireBatch struct {
-	b     *batcher
 	conns []*conn
 	cmds  [][][]byte
 }
@@ -260,14 +213,10 @@ func (w *wireBatch) Commands() [][][]byte { return w.cmds }
 
 func (w *wireBatch) Stored(n int, took time.Duration) { recordStoreCall(w.conns[0].stats, n, took) }
 
-// Answer writes the replies to the connections' output and resumes them;
-// the runs that waited for it (wireHold) go after this round.
+// Answer writes the replies to the connections' output and resumes them.
 func (w *wireBatch) Answer(replies []commands.Reply) {
 	writeReplies(w.conns, replies)
 	resumeAll(w.conns)
-	if len(w.b.onLoop) > 0 {
-		w.b.schedule()
-	}
 }
 
 // runsOf is the commands of conns' runs, one after the other.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,8 +36,6 @@ type lineBackend struct {
 	mu    sync.Mutex
 	taken map[string]bool
 	conns []net.Conn
-	gate  chan struct{} // while not nil, replies wait until it is closed
-	sizes []int         // the ops of each batch lineWire wrote, in order
 }
 
 func startLineBackend(t *testing.T) *lineBackend {
@@ -83,12 +80,6 @@ func (b *lineBackend) serve(nc net.Conn) {
 		if b.hang.Load() {
 			continue
 		}
-		b.mu.Lock()
-		gate := b.gate
-		b.mu.Unlock()
-		if gate != nil {
-			<-gate
-		}
 		time.Sleep(time.Duration(b.delay.Load()))
 		if _, err := io.WriteString(nc, reply+"\n"); err != nil {
 			return
@@ -105,27 +96,6 @@ func (b *lineBackend) waitTaken(t *testing.T, key string) {
 	}, 5*time.Second, time.Millisecond)
 }
 
-// holdReplies makes replies wait until the function it returns is called.
-func (b *lineBackend) holdReplies() (release func()) {
-	gate := make(chan struct{})
-	b.mu.Lock()
-	b.gate = gate
-	b.mu.Unlock()
-	return func() {
-		b.mu.Lock()
-		b.gate = nil
-		b.mu.Unlock()
-		close(gate)
-	}
-}
-
-// batchSizes is how many ops each batch written to the backend held.
-func (b *lineBackend) batchSizes() []int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.sizes)
-}
-
 // drop closes every connection the backend has.
 func (b *lineBackend) drop() {
 	b.mu.Lock()
@@ -140,7 +110,6 @@ func (b *lineBackend) drop() {
 type lineWire struct {
 	addr    string
 	timeout time.Duration
-	backend *lineBackend // logs the batches written (batchSizes)
 }
 
 func (w lineWire) Dial(ctx context.Context) (net.Conn, error) {
@@ -150,9 +119,6 @@ func (w lineWire) Dial(ctx context.Context) (net.Conn, error) {
 
 // Append writes one request line per op; Read answers one op per line.
 func (w lineWire) Append(dst []byte, ops []backend.Op) []byte {
-	w.backend.mu.Lock()
-	w.backend.sizes = append(w.backend.sizes, len(ops))
-	w.backend.mu.Unlock()
 	for _, op := range ops {
 		dst = fmt.Appendf(dst, "P %s\n", op.Key)
 	}
@@ -239,7 +205,7 @@ func serveWire(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, s
 
 func serveWireStore(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, string, *Server, *batchingMemory) {
 	b := startLineBackend(t)
-	cfg.Wire = lineWire{addr: b.ln.Addr().String(), timeout: timeout, backend: b}
+	cfg.Wire = lineWire{addr: b.ln.Addr().String(), timeout: timeout}
 	m := &batchingMemory{Store: memory.New(backend.Options{})}
 	addr, srv := serveServer(t, cfg, commands.New(m, commands.DefaultLimits, nil))
 	return b, addr, srv, m
@@ -365,63 +331,6 @@ func TestWireOrder(t *testing.T) {
 	require.Len(t, b.taken, each+clients/3*each, "every key went to the backend")
 }
 
-// TestWireHoldsSmallBatches: while a batch is on the loop's connection,
-// unanswered, the runs read meanwhile wait for its answer and then go as
-// one batch; once they hold wireHoldCmds commands they go at once.
-func TestWireHoldsSmallBatches(t *testing.T) {
-	b, addr, srv := serveWire(t, Config{}, 5*time.Second)
-	clients := make([]*lineReader, 4)
-	for i := range clients {
-		clients[i] = dialLines(t, addr)
-	}
-	upstreamsReady(t, srv, 1)
-	release := b.holdReplies()
-	clients[0].send(req("PK.PREPARE", "ns", "a", "v"))
-	b.waitTaken(t, "a")
-	for i, c := range clients[1:] {
-		c.send(req("PK.PREPARE", "ns", fmt.Sprint("b", i), "v"))
-	}
-	heldRuns(t, srv, 3)
-	require.Equal(t, []int{1}, b.batchSizes(), "the three runs wait for the first batch's answer")
-	release()
-	for _, c := range clients {
-		c.expect(":1\r\n")
-	}
-	require.Equal(t, []int{1, 3}, b.batchSizes())
-
-	release = b.holdReplies()
-	clients[0].send(req("PK.PREPARE", "ns", "c", "v"))
-	b.waitTaken(t, "c")
-	var pipeline strings.Builder
-	for i := range wireHoldCmds {
-		pipeline.WriteString(req("PK.PREPARE", "ns", fmt.Sprint("d", i), "v"))
-	}
-	clients[1].send(pipeline.String()) // one read: one run
-	require.Eventually(t, func() bool { return len(b.batchSizes()) == 4 }, 5*time.Second, time.Millisecond,
-		"a full batch goes without waiting for the answer on its way")
-	require.Equal(t, []int{1, 3, 1, wireHoldCmds}, b.batchSizes())
-	release()
-	clients[0].expect(":1\r\n")
-	for range wireHoldCmds {
-		clients[1].expect(":1\r\n")
-	}
-}
-
-// heldRuns waits until the loop's batcher (one loop) holds n runs.
-func heldRuns(t *testing.T, srv *Server, n int) {
-	t.Helper()
-	srv.mu.Lock()
-	var b *batcher
-	for _, b = range srv.batchers {
-	}
-	srv.mu.Unlock()
-	require.Eventually(t, func() bool {
-		held := make(chan int, 1)
-		_ = b.loop.later(func() { held <- len(b.onLoop) })
-		return <-held == n
-	}, 5*time.Second, time.Millisecond)
-}
-
 // TestWireHungBackend: a backend that stops answering makes the run wait at
 // most the timeout and answer -UNAVAILABLE, while the loop goes on
 // answering other clients; a new connection serves again.
@@ -537,7 +446,7 @@ func TestWireShutdown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	h := commands.New(&batchingMemory{Store: memory.New(backend.Options{})}, commands.DefaultLimits, nil)
-	srv := New(Config{Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second, backend: b}}, h, readyPinger{})
+	srv := New(Config{Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a, idle := dialLines(t, ln.Addr().String()), dialLines(t, ln.Addr().String())

@@ -111,9 +111,6 @@ func (u *Conn) Send(b Batch) {
 	u.out = out
 }
 
-// Flights is how many batches were sent and are not answered yet.
-func (u *Conn) Flights() int { return len(u.flights) }
-
 // OnOpen: the connection dial enrolled is the loop's now.
 func (u *Conn) OnOpen(gc gnet.Conn) gnet.Action {
 	u.gc = gc
