@@ -386,53 +386,85 @@ func TestMangledInput(t *testing.T) {
 	}
 }
 
-// TestSlowStoreLeavesLoop: once a batch has taken longer than the budget,
-// the next ones run off the loop, which goes on answering other clients;
-// a fast batch brings them back.
+// TestSlowStoreLeavesLoop: a batch that the store holds past the budget
+// is left to its job: the loop goes on answering other clients while the
+// store holds it, and the next batches go off the loop, to the batcher's
+// goroutine; a fast batch there brings them back. Each step waits on an
+// event (the store entered, a reply read, the batcher's state), never on
+// how long something took: the store holds a batch until the test
+// releases it, which is past the budget by construction (the loop has
+// given up waiting for it before the test sees its PONG), and the fast
+// batches are sent until one has brought the batches back, so a run slowed
+// by load (-race, a busy machine) takes longer but cannot fail.
 func TestSlowStoreLeavesLoop(t *testing.T) {
-	h := &echoHandler{batches: true, delay: 4 * onLoopBudget}
+	h := &echoHandler{batches: true}
 	addr, srv := serveServer(t, Config{}, h)
-	a, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer b.Close()
-	_ = a.SetDeadline(time.Now().Add(10 * time.Second))
-	_ = b.SetDeadline(time.Now().Add(10 * time.Second))
-	ra, rb := bufio.NewReader(a), bufio.NewReader(b)
-	expect := func(rd *bufio.Reader, want string) {
-		t.Helper()
-		line, err := rd.ReadString('\n')
-		require.NoError(t, err)
-		require.Equal(t, want, line)
+	a, b := dialLines(t, addr), dialLines(t, addr)
+	for _, c := range []*lineReader{a, b} { // open: the loop's batcher exists
+		c.send(req("PING"))
+		c.expect("+PONG\r\n")
+	}
+	srv.mu.Lock()
+	require.Len(t, srv.batchers, 1) // one loop: a and b share it
+	var bt *batcher
+	for _, bt = range srv.batchers {
+	}
+	srv.mu.Unlock()
+	require.False(t, bt.offLoop.Load())
+	queued := func() int {
+		bt.mu.Lock()
+		defer bt.mu.Unlock()
+		return len(bt.queue)
 	}
 
-	_, err = io.WriteString(a, echoReq(1)) // on the loop, and slow
-	require.NoError(t, err)
-	expect(ra, ":1\r\n")
-
+	// A batch on the loop, held at the store: the loop stops waiting for
+	// it after the budget and answers b; the next batches go off the loop.
 	hold := make(chan struct{})
 	release := sync.OnceFunc(func() { close(hold) })
 	defer release() // a failure below must not leave the store held
 	h.mu.Lock()
-	h.hold, h.entered, h.delay = hold, make(chan struct{}, 1), 0
+	h.hold, h.entered = hold, make(chan struct{}, 1)
 	h.mu.Unlock()
-	_, err = io.WriteString(a, echoReq(2)) // off the loop, held at the store
-	require.NoError(t, err)
+	a.send(echoReq(1))
 	<-h.entered
-	_, err = io.WriteString(b, req("PING"))
-	require.NoError(t, err)
-	expect(rb, "+PONG\r\n") // the loop is free while a's batch waits
+	b.send(req("PING"))
+	b.expect("+PONG\r\n") // the loop is free while a's batch waits
+	// The loop set it before it read b's PING: it had left a's batch.
+	require.True(t, bt.offLoop.Load(), "a batch held past the budget sends the next ones off the loop")
 	release()
-	expect(ra, ":2\r\n")
+	a.expect(":1\r\n")
+	require.True(t, bt.offLoop.Load(), "a batch that took longer than the budget does not bring them back")
 
-	// that batch was fast: the next are back on the loop
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	require.Len(t, srv.batchers, 1)
-	for _, bt := range srv.batchers {
-		require.False(t, bt.offLoop.Load())
+	// Off the loop: a's next batch, held at the store, goes to the
+	// batcher's goroutine, and b's, sent meanwhile, waits in its queue,
+	// not on the loop; the loop answers b's PING all along.
+	hold = make(chan struct{})
+	release = sync.OnceFunc(func() { close(hold) })
+	defer release()
+	h.mu.Lock()
+	h.hold = hold
+	h.mu.Unlock()
+	a.send(echoReq(2))
+	<-h.entered
+	h.mu.Lock()
+	h.hold = nil // only a's batch is held
+	h.mu.Unlock()
+	b.send(req("PING"))
+	b.expect("+PONG\r\n")
+	b.send(echoReq(3))
+	require.Eventually(t, func() bool { return queued() == 1 }, 10*time.Second, time.Millisecond,
+		"b's run waits in the batcher's queue behind a's held batch")
+	release()
+	a.expect(":2\r\n")
+	b.expect(":3\r\n")
+
+	// A batch off the loop answered within the budget brings the next
+	// ones back. Under load one may take longer: send them until one
+	// was fast. Without that rule, none ever would.
+	for i := 4; bt.offLoop.Load(); i++ {
+		require.Less(t, i, 1000, "no fast batch brought the batches back on the loop")
+		a.send(echoReq(i))
+		a.expect(fmt.Sprintf(":%d\r\n", i))
 	}
 }
 
