@@ -1,13 +1,14 @@
 # prepkey: the usual entry points. `make test` is what CI runs.
 .PHONY: build run test test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run
 
-# The binary as the image builds it (Dockerfile, scripts/footprint.sh):
+# The binary as the image builds it (Dockerfile; scripts/build-sidecar.sh,
+# which every measuring script uses):
 # static (no cgo: Go's own resolver, no libc to load), without the build
 # machine's paths, symbol table or DWARF. Idle, it holds 17.2 MB RSS on
 # memory: where a plain `go build` (cgo, dynamic, 33 MB) holds 23.8 MB
 # (docs/benchmarks.md, "Footprint").
 build:
-	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/sidecar ./cmd/sidecar
+	scripts/build-sidecar.sh bin/sidecar
 
 # Runs the sidecar on the embedded default store (./prepkey-data), on
 # 127.0.0.1:6380.

@@ -9,8 +9,9 @@
 #   BACKEND: memory:, file (a fresh directory per run) or redis (one redis-server
 #            without persistence for all runs, emptied before each; its CPU per request
 #            is printed too, and the requests are PK.PREPARE … PX 60000)
-#   e.g.  git stash; go build -o /tmp/before ./cmd/sidecar; git stash pop
-#         go build -o /tmp/after ./cmd/sidecar
+#   e.g.  git stash; scripts/build-sidecar.sh /tmp/before; git stash pop
+#         scripts/build-sidecar.sh /tmp/after
+#   (scripts/build-sidecar.sh builds the binary as the image does)
 #         N=100000 scripts/bench-pair.sh /tmp/before /tmp/after memory: 1 5
 set -euo pipefail
 before=$1; after=$2; backend=$3; pipe=$4; rounds=${5:-5}; N=${N:-200000}

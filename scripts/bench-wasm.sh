@@ -25,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/sidecar" ./cmd/sidecar
+scripts/build-sidecar.sh "$work/sidecar" # the native binary as the image builds it
 GOOS=wasip1 GOARCH=wasm go build -o "$work/prepkey.wasm" ./cmd/sidecar
 go build -C tools/wasmhost -o "$work/wasmhost" .
 

@@ -44,7 +44,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/sidecar" ./cmd/sidecar
+scripts/build-sidecar.sh "$work/sidecar" # as the image builds it
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "port $1 did not answer" >&2; return 1; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures the bounds of issue 9 on a sidecar built from REV (default: the
-# work tree), with scripts/boundsload: RSS before and at its peak for the
+# work tree) as the image builds it (scripts/build-sidecar.sh), with scripts/boundsload: RSS before and at its peak for the
 # loads before AUTH (item 2) and for one write of a million PK.PREPAREs on
 # memory:, file: and redis:// (item 3), with another client's worst latency
 # and the -UNAVAILABLE count (item 4). Figures go in docs/benchmarks.md.
@@ -25,10 +25,9 @@ trap cleanup EXIT
 if [ -n "${1:-}" ]; then
 	mkdir "$work/src"
 	git archive "$1" | tar -x -C "$work/src"
-	(cd "$work/src" && go build -o "$work/sidecar" ./cmd/sidecar)
-else
-	go build -o "$work/sidecar" ./cmd/sidecar
 fi
+# As the image builds it, the commit's source with today's flags.
+scripts/build-sidecar.sh "$work/sidecar" ${1:+"$work/src"}
 go build -o "$work/boundsload" ./scripts/boundsload
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -3,7 +3,7 @@
 # answered PING (median and least of STARTS start-ups), resident memory idle (2 s after start) and at 1000
 # requests/s (PK.PREPARE of new keys for DURATION seconds, sent as 1000
 # requests each second by redis-benchmark), CPU used at that rate, and the
-# size of the binary built as the Dockerfile builds it.
+# size of the binary built as the Dockerfile builds it (scripts/build-sidecar.sh).
 #
 # Usage: scripts/footprint.sh      (DURATION=30 BACKENDS="memory file redis" to change)
 # RSS is reported whole and split into anonymous memory (the process's own)
@@ -35,8 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/sidecar" ./cmd/sidecar
-echo "binary: $(stat -c %s "$work/sidecar") bytes (CGO_ENABLED=0 -trimpath -ldflags='-s -w')"
+scripts/build-sidecar.sh "$work/sidecar"
+echo "binary: $(stat -c %s "$work/sidecar") bytes (scripts/build-sidecar.sh: CGO_ENABLED=0 -trimpath -ldflags='-s -w')"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mem() {

@@ -6,14 +6,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 )
 
-// TestDockerfile builds the binary exactly as the Dockerfile does and
-// checks it is static (no ELF interpreter, no dynamic libraries), that the
+// TestDockerfile builds the binary exactly as the Dockerfile does (and
+// scripts/build-sidecar.sh with the same flags) and checks it is static (no ELF interpreter, no dynamic libraries), that the
 // image is distroless and non-root, and that its healthcheck is the
 // sidecar's own --check (the image has no shell).
 func TestDockerfile(t *testing.T) {
@@ -31,6 +32,28 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("the build lacks %s: %s", want, m[1])
 		}
 	}
+	// scripts/build-sidecar.sh, which `make build` and every measuring
+	// script use, builds with the same flags, so that their figures are
+	// the image's binary's.
+	sb, err := os.ReadFile("../../scripts/build-sidecar.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^CGO_ENABLED=0 go build .*$`).FindString(string(sb))
+	if line == "" {
+		t.Error("scripts/build-sidecar.sh has no CGO_ENABLED=0 go build line")
+	}
+	flag := regexp.MustCompile(`-[A-Za-z]+(?:='[^']*'|=\S+)?`)
+	var script []string
+	for _, f := range flag.FindAllString(line, -1) {
+		if f != "-C" && f != "-o" { // where it builds from and to
+			script = append(script, f)
+		}
+	}
+	if image := flag.FindAllString(m[1], -1); !slices.Equal(script, image) {
+		t.Errorf("scripts/build-sidecar.sh builds with %q, the Dockerfile with %q", script, image)
+	}
+
 	for _, want := range []string{
 		"FROM gcr.io/distroless/static-debian12:nonroot",
 		"USER 65532:65532",

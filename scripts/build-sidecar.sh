@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds the sidecar as the image does (the Dockerfile's RUN line; `make
+# build`): static (CGO_ENABLED=0: Go's own resolver, no libc to load),
+# without the build machine's paths (-trimpath), symbol table or DWARF
+# (-ldflags='-s -w'). Every script that measures the sidecar builds it
+# here, so that its figures are the shipped binary's: a plain `go build` on
+# a machine with a C compiler links a dynamic binary (33 MB) that idles
+# about 6 MB higher (docs/benchmarks.md, "Footprint"). tools/k8svalidate's
+# TestDockerfile checks that these flags are the Dockerfile's.
+#
+# Usage: scripts/build-sidecar.sh OUT [SRC]
+#   OUT  the binary to write
+#   SRC  the source tree to build (default: this one), e.g. a `git archive`
+#        of another commit, built with today's flags
+set -euo pipefail
+[ $# -ge 1 ] || { echo "usage: $0 OUT [SRC]" >&2; exit 2; }
+out=$(realpath -m "$1") # absolute: go build -C changes directory first
+src=${2:-$(dirname "$0")/..}
+CGO_ENABLED=0 go build -C "$src" -trimpath -ldflags='-s -w' -o "$out" ./cmd/sidecar
