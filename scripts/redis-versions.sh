@@ -86,7 +86,10 @@ redis.call('DEL', KEYS[1])
 return {n, unpack(bad)}
 LUA
 echo "Lua numbers as command arguments (count, then any written otherwise than %.0f):"
-redis-cli -p "$port" --eval "$tmp/numbers.lua" prepkey:numbers | tr '\n' ' '
+# (8.0-m01's redis-cli aborts with "free(): invalid pointer" after printing
+# an --eval reply: reported, not fatal)
+redis-cli -p "$port" --eval "$tmp/numbers.lua" prepkey:numbers | tr '\n' ' ' ||
+	echo "(redis-cli exited ${PIPESTATUS[0]})"
 echo
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 
