@@ -422,28 +422,7 @@ func wirePipeline(t *testing.T, s *Store) func(ctx context.Context, ops []Op, re
 	w := s.Wire()
 	require.NotNil(t, w)
 	return func(ctx context.Context, ops []Op, res []Result) {
-		nc, err := w.Dial(ctx)
-		require.NoError(t, err)
-		defer nc.Close()
-		require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
-		_, err = nc.Write(w.Append(nil, ops))
-		require.NoError(t, err)
-		var buf []byte
-		chunk := make([]byte, 4096)
-		for done := 0; done < len(ops); {
-			n, k, again := w.Read(buf, ops[done:], res[done:])
-			if n == 0 {
-				m, err := nc.Read(chunk)
-				require.NoError(t, err)
-				buf = append(buf, chunk[:m]...)
-				continue
-			}
-			if again {
-				s.Batch(ctx, ops[done:done+k], res[done:done+k])
-			}
-			buf, done = buf[n:], done+k
-		}
-		require.Empty(t, buf, "bytes after the replies")
+		wireExchange(t, ctx, w, ops, res, func(ops []Op, res []Result) { s.Batch(ctx, ops, res) })
 	}
 }
 
