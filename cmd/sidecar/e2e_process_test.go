@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,7 +168,17 @@ func TestUnixSocket(t *testing.T) {
 
 // TestBadStart: a bad flag, environment value or unusable backend is one
 // line on stderr and exit 2.
+//
+// Every case listens on a port of its own (127.0.0.1:0 unless it names
+// one), never on the default 127.0.0.1:6380, which the README's
+// `go run ./cmd/sidecar` holds while a newcomer runs `make test`: a case
+// that reached the listen there failed with "address already in use"
+// instead of its own line. The test holds the default port itself while
+// it runs (when it is free), so a case that reaches it fails here too.
 func TestBadStart(t *testing.T) {
+	if l, err := net.Listen("tcp", defaultListen); err == nil {
+		defer l.Close()
+	}
 	notDir := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(notDir, []byte("x"), 0o600))
 	tests := []struct {
@@ -198,7 +209,8 @@ func TestBadStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " ")+tt.env, func(t *testing.T) {
-			cmd := exec.Command(sidecarBin, tt.args...)
+			// A later --listen wins over this one.
+			cmd := exec.Command(sidecarBin, append([]string{"--listen", "127.0.0.1:0"}, tt.args...)...)
 			cmd.Env = os.Environ()
 			if tt.env != "" {
 				cmd.Env = append(cmd.Env, tt.env)
