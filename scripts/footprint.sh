@@ -14,7 +14,7 @@
 # tables the runtime reads to walk stacks) and data (.data, .noptrdata, the
 # pages not yet written). The kernel maps file pages 64 KiB around each page
 # fault (fault-around), so a page touched once at start costs 64 KiB of RSS:
-# docs/benchmarks.md, "Footprint", says what touches them.
+# docs/history/benchmarks-log.md, "Where the idle RSS goes", says what touches them.
 # SHARED=N (default 3; 0 skips) also starts N idle memory: sidecars of the
 # same binary and prints each one's PSS, where a page mapped by N processes
 # counts 1/N in each: what a node pays per sidecar when its pods run the

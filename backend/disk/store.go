@@ -64,11 +64,11 @@ const (
 	// decompressed them again (block.Reader.doRead and pread took 37% of
 	// the sidecar's CPU at 300k reservations), and the deeper skiplist
 	// costs more cache misses per read. 1 MiB measured better than 512 KiB,
-	// 2 MiB and 4 MiB at every size tried (docs/benchmarks.md, "The embedded
-	// store's speed"): BenchmarkPrepareParallel over 1M reservations 41.5k/s
-	// and 16.4 s of CPU against 34.0k/s and 25.7 s with 4 MiB; the sidecar
-	// at pipeline 16 after 300k reservations 23.5 against 32.5 µs of CPU
-	// per request. (4 MiB was chosen when the cache was 64 MiB, where it
+	// 2 MiB and 4 MiB at every size tried (docs/history/benchmarks-log.md,
+	// "The embedded store's speed"): BenchmarkPrepareParallel over 1M
+	// reservations 41.5k/s and 16.4 s of CPU against 34.0k/s and 25.7 s with
+	// 4 MiB; the sidecar at pipeline 1 over 300k reservations 23.5 against
+	// 32.5 µs of CPU per request. (4 MiB was chosen when the cache was 64 MiB, where it
 	// measured best.)
 	memTableSize = 1 << 20
 )

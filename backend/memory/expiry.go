@@ -11,8 +11,8 @@ package memory
 // was a cache miss per push, in the array neighbouring parents share a
 // cache line. With container/heap over *entry the comparisons were 2.2 %
 // of the sidecar's CPU at pipeline 1 (memory:, PX 60000, perf); the CPU per
-// request end to end measured the same either way (docs/benchmarks.md,
-// "What the sixth session tried"): this is kept for being simpler, not
+// request end to end measured the same either way
+// (docs/history/benchmarks-log.md, "What the sixth session tried"): this is kept for being simpler, not
 // faster.
 type expiryHeap []expirySlot
 
