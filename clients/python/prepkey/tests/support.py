@@ -4,6 +4,7 @@ helper sends (the helper only ever calls ``execute_command``)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import secrets
@@ -16,18 +17,16 @@ from typing import Any, Dict, List, Optional, Tuple
 import redis
 import redis.asyncio
 
-#: redis-py grew RESP3 (``protocol=3``) in 5.0.
-RESP3_MIN = (5, 0)
-
-
-def redis_py_version() -> Tuple[int, int]:
-    major, minor = redis.__version__.split(".")[:2]
-    return int(major), int(minor)
+def speaks_resp3() -> bool:
+    """Whether the installed redis-py takes ``protocol=3`` (it does from 5.0).
+    Asked of the constructor rather than of ``__version__``, which redis-py
+    5 reads from the installed package's metadata."""
+    return "protocol" in inspect.signature(redis.Redis.__init__).parameters
 
 
 def resp3_skip_reason() -> Optional[str]:
     """Why RESP3 cannot be tested with the installed redis-py, or None."""
-    if redis_py_version() >= RESP3_MIN:
+    if speaks_resp3():
         return None
     return (
         f"redis-py {redis.__version__} speaks only RESP2: "
@@ -69,7 +68,7 @@ def client_kwargs(protocol: int, port: Optional[int] = None, **extra: Any) -> Di
     for explicitly wherever redis-py knows the option."""
     env = sidecars()
     kwargs: Dict[str, Any] = dict(host=env.host, port=port or env.port, password=env.password)
-    if redis_py_version() >= RESP3_MIN:
+    if speaks_resp3():
         kwargs["protocol"] = protocol
     elif protocol != 2:
         raise AssertionError(resp3_skip_reason())

@@ -11,7 +11,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from prepkey import MismatchError, Prepkey, PrepkeyError, Record, ScanRecord, UnavailableError
+from prepkey import MismatchError, Prepkey, PrepkeyError, Record, ScanRecord, TTL, UnavailableError
 
 from .support import (
     DEADLINE_SECONDS,
@@ -23,6 +23,7 @@ from .support import (
     now_ms_ceil,
     now_ms_floor,
     resp3_skip_reason,
+    Sidecars,
     resp_of,
     sidecars,
     unique,
@@ -46,6 +47,7 @@ class SyncCases(_Base):
     """Every case, run once per protocol by the classes below."""
 
     protocol = 2
+    env: Sidecars
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -133,10 +135,11 @@ class SyncCases(_Base):
         self.assertIsNone(self.pk.get_value(self.ns, "nobody"))
 
     def test_ttl_as_a_duration_and_as_seconds(self) -> None:
-        for key, ttl, words, span_ms in (
+        cases: List[Tuple[str, TTL, Tuple[bytes, bytes], int]] = [
             ("px", timedelta(seconds=30, microseconds=1500), (b"PX", b"30001"), 30001),
             ("ex", 60, (b"EX", b"60"), 60000),
-        ):
+        ]
+        for key, ttl, words, span_ms in cases:
             with self.subTest(ttl=ttl):
                 before = now_ms_floor()
                 self.assertIs(self.pk.prepare(self.ns, key, "v", ttl=ttl), True)

@@ -266,7 +266,7 @@ def reprepare(
     keep_ttl: bool,
     ttl: Optional[TTL],
 ) -> Command[bool]:
-    args = (b"PK.REPREPARE", namespace(name), key(k), value(v))
+    args: Tuple[bytes, ...] = (b"PK.REPREPARE", namespace(name), key(k), value(v))
     if if_eq is not None:
         args += (b"IFEQ", value(if_eq, "if_eq"))
     if not isinstance(keep_ttl, bool):
