@@ -34,6 +34,17 @@ def resp3_skip_reason() -> Optional[str]:
     )
 
 
+def async_hiredis_decodes() -> bool:
+    """Whether redis.asyncio decodes replies despite NEVER_DECODE: its hiredis
+    parser ignored the option before redis-py 5.0.2, so a client made with
+    ``decode_responses=True`` hands values back as str (the helper re-encodes
+    UTF-8 ones; others fail in redis-py with UnicodeDecodeError)."""
+    from redis.utils import HIREDIS_AVAILABLE
+
+    version = tuple(int(part) for part in redis.__version__.split(".")[:3] if part.isdigit())
+    return bool(HIREDIS_AVAILABLE) and version < (5, 0, 2)
+
+
 @dataclass(frozen=True)
 class Sidecars:
     host: str

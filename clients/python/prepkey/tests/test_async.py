@@ -20,6 +20,7 @@ from .support import (
     AsyncRecording,
     AsyncRollbackFails,
     aclose,
+    async_hiredis_decodes,
     client_kwargs,
     closed_port,
     ms_datetime,
@@ -118,8 +119,18 @@ class AsyncCases(_Base):
         decoding: Any = redis.asyncio.Redis(**client_kwargs(self.protocol, decode_responses=True))
         self.addAsyncCleanup(aclose, decoding)
         pk = AsyncPrepkey(decoding)
+        self.assertIs(await pk.prepare(self.ns, "zoë", "café"), True)
+        self.assertEqual(await pk.get(self.ns, "zoë"), "café".encode("utf-8"))
+        self.assertEqual(await pk.get_value(self.ns, "zoë"), Record("café".encode("utf-8"), None))
+        self.assertIs(await pk.rollback(self.ns, "zoë"), True)
         not_utf8 = b"\xff\xfe\x00"
         at = in_an_hour()
+        if async_hiredis_decodes():
+            # redis-py's own failure, documented in the README.
+            self.assertIs(await pk.prepare(self.ns, b"\xc3", not_utf8, ttl=at), True)
+            with self.assertRaises(UnicodeDecodeError):
+                await pk.get(self.ns, b"\xc3")
+            return
         self.assertIs(await pk.prepare(self.ns, b"\xc3", not_utf8, ttl=at), True)
         self.assertEqual(await pk.get(self.ns, b"\xc3"), not_utf8)
         self.assertEqual(await pk.get_value(self.ns, b"\xc3"), Record(not_utf8, at))
