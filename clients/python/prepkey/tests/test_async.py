@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import unittest
+from urllib.parse import quote
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Tuple
 
@@ -30,6 +31,7 @@ from .support import (
     Sidecars,
     resp_of,
     sidecars,
+    speaks_resp3,
     unique,
     whole_ms,
 )
@@ -92,6 +94,23 @@ class AsyncCases(_Base):
 
     async def test_speaks_the_protocol_asked_for(self) -> None:
         self.assertEqual(resp_of(await self.redis.client_info()), str(self.protocol))
+
+    async def test_from_url_and_aclose(self) -> None:
+        env = self.env
+        url = f"redis://:{quote(env.password or '', safe='')}@{env.host}:{env.port}"
+        extra = {"protocol": self.protocol} if speaks_resp3() else {}
+        async with AsyncPrepkey.from_url(url, **extra) as pk:
+            self.assertIsInstance(pk.client, redis.asyncio.Redis)
+            self.assertIs(await pk.prepare(self.ns, "url", "v"), True)
+        self.assertEqual(await self.pk.get(self.ns, "url"), b"v")
+        closed: List[str] = []
+
+        async def close() -> None:
+            closed.append("closed")
+
+        async with AsyncPrepkey(self.wire):
+            setattr(self.wire, "aclose", close)
+        self.assertEqual(closed, ["closed"])
 
     # --- prepare, get, get_value --------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import unittest
+from urllib.parse import quote
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Tuple
 
@@ -26,6 +27,7 @@ from .support import (
     Sidecars,
     resp_of,
     sidecars,
+    speaks_resp3,
     unique,
     whole_ms,
 )
@@ -80,6 +82,20 @@ class SyncCases(_Base):
 
     def test_speaks_the_protocol_asked_for(self) -> None:
         self.assertEqual(resp_of(self.redis.client_info()), str(self.protocol))
+
+    def test_from_url_and_close(self) -> None:
+        env = self.env
+        url = f"redis://:{quote(env.password or '', safe='')}@{env.host}:{env.port}"
+        extra = {"protocol": self.protocol} if speaks_resp3() else {}
+        with Prepkey.from_url(url, **extra) as pk:
+            self.assertIsInstance(pk.client, redis.Redis)
+            self.assertIs(pk.prepare(self.ns, "url", "v"), True)
+        self.assertEqual(self.pk.get(self.ns, "url"), b"v")
+        closed: List[str] = []
+        setattr(self.redis, "close", lambda: closed.append("closed"))
+        with Prepkey(self.redis):
+            pass
+        self.assertEqual(closed, ["closed"])
 
     # --- prepare, get, get_value --------------------------------------------
 

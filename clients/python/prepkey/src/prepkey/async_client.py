@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 class AsyncClient(Protocol):
     """What AsyncPrepkey needs of its client: ``redis.asyncio.Redis``'s
-    ``execute_command`` (or that of a ``redis.asyncio.Sentinel`` master)."""
+    ``execute_command`` (see ``SyncClient`` for why not a cluster client)."""
 
     def execute_command(self, *args: Any, **options: Any) -> Awaitable[Any]: ...
 

@@ -23,12 +23,14 @@ NEVER_DECODE = "NEVER_DECODE"
 
 
 class SyncClient(Protocol):
-    """What Prepkey needs of its client: redis-py's ``execute_command``.
+    """What Prepkey needs of its client: redis-py's ``execute_command``, as
+    ``redis.Redis`` has it (a wrapper with the same method will do).
 
-    ``redis.Redis`` has it, and so does the master of a ``redis.Sentinel``
-    (``sentinel.master_for(...)``) when sidecars are behind Sentinel. A
-    ``RedisCluster`` cannot talk to a sidecar: the sidecar is one endpoint that
-    does not answer ``CLUSTER SLOTS`` (its backend may be a Redis Cluster).
+    Not ``RedisCluster``: a sidecar is one endpoint and does not answer
+    ``CLUSTER SLOTS``, so redis-py's cluster client cannot start on it (the
+    sidecar's own backend may be a Redis Cluster; that is the sidecar's
+    business). Sentinel does not apply either: sidecars are not Redis
+    replicas that Sentinel could monitor.
     """
 
     def execute_command(self, *args: Any, **options: Any) -> Any: ...
