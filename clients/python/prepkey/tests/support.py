@@ -9,6 +9,7 @@ import math
 import os
 import secrets
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -54,6 +55,20 @@ class Sidecars:
     backend: str
 
 
+_announced: List[bool] = []
+
+
+def announce(env: Sidecars) -> None:
+    """Say once per run what the suite runs against."""
+    if not _announced:
+        _announced.append(True)
+        print(
+            f"\nprepkey tests: redis-py {redis.__version__}, sidecar {env.host}:{env.port} "
+            f"(backend {env.backend}), unavailable sidecar :{env.unavailable_port}",
+            file=sys.stderr,
+        )
+
+
 def sidecars() -> Sidecars:
     """The sidecars named by the environment. A missing variable is an error,
     not a skip: a suite that ran against nothing must not pass."""
@@ -64,13 +79,15 @@ def sidecars() -> Sidecars:
             "PREPKEY_PORT, PREPKEY_PASSWORD) and one whose backend is down "
             "(PREPKEY_UNAVAILABLE_PORT); clients/run.sh starts them"
         )
-    return Sidecars(
+    env = Sidecars(
         host=os.environ.get("PREPKEY_HOST", "127.0.0.1"),
         port=int(os.environ["PREPKEY_PORT"]),
         password=os.environ.get("PREPKEY_PASSWORD") or None,
         unavailable_port=int(os.environ["PREPKEY_UNAVAILABLE_PORT"]),
-        backend=os.environ.get("PREPKEY_BACKEND", "unknown"),
+        backend=os.environ.get("PREPKEY_BACKEND", "not named"),
     )
+    announce(env)
+    return env
 
 
 def client_kwargs(protocol: int, port: Optional[int] = None, **extra: Any) -> Dict[str, Any]:

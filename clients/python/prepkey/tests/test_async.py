@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 import unittest
 from urllib.parse import quote
@@ -59,7 +60,7 @@ class AsyncCases(_Base):
     def setUpClass(cls) -> None:
         reason = resp3_skip_reason() if cls.protocol == 3 else None
         if reason:
-            print(f"\nskipping {cls.__name__}: {reason}")
+            print(f"\nskipping {cls.__name__}: {reason}", file=sys.stderr)
             raise unittest.SkipTest(reason)
         cls.env = sidecars()
 
@@ -513,6 +514,26 @@ class AsyncCases(_Base):
             async with self.pk_down.using_prepare(self.ns, "alice", "mine") as prepared:
                 ran.append(prepared)
         self.assertEqual(ran, [])
+
+    async def test_using_prepare_race_has_one_winner(self) -> None:
+        """Twenty tasks race for one key (redis.asyncio's pool gives each
+        command in flight its own connection): exactly one block runs
+        prepared, and the key holds that one's value."""
+        start = asyncio.Event()
+        outcomes: Dict[int, bool] = {}
+
+        async def contender(i: int) -> None:
+            await start.wait()
+            async with self.pk.using_prepare(self.ns, "race", f"u{i}") as prepared:
+                outcomes[i] = prepared
+
+        tasks = [asyncio.ensure_future(contender(i)) for i in range(20)]
+        await asyncio.sleep(0)  # every task is waiting on start
+        start.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), DEADLINE_SECONDS)
+        winners = [i for i, prepared in outcomes.items() if prepared]
+        self.assertEqual((len(outcomes), len(winners)), (20, 1))
+        self.assertEqual(await self.pk.get(self.ns, "race"), f"u{winners[0]}".encode())
 
     async def test_run_prepared(self) -> None:
         async def done(prepared: bool) -> Tuple[str, bool]:

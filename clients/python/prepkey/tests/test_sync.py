@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 import unittest
 from urllib.parse import quote
@@ -55,7 +56,7 @@ class SyncCases(_Base):
     def setUpClass(cls) -> None:
         reason = resp3_skip_reason() if cls.protocol == 3 else None
         if reason:
-            print(f"\nskipping {cls.__name__}: {reason}")
+            print(f"\nskipping {cls.__name__}: {reason}", file=sys.stderr)
             raise unittest.SkipTest(reason)
         cls.env = sidecars()
 
