@@ -377,6 +377,25 @@ class SyncCases(_Base):
             Prepkey(nowhere).prepare(self.ns, "k", "v")
         self.assertNotIsInstance(caught.exception, PrepkeyError)
 
+    def test_authentication_errors_are_errors(self) -> None:
+        """NOAUTH and WRONGPASS come as redis-py raises them (an
+        AuthenticationError; WRONGPASS a reply error in redis-py 4, so a
+        PrepkeyError): never a False or a None."""
+        if not self.env.password:
+            self.skipTest("the sidecar has no password (PREPKEY_PASSWORD unset)")
+        cases = (
+            # NOAUTH to PK.GET (RESP2), or to HELLO 3 (redis-py opens RESP3 with it)
+            (None, r"^Authentication required\.$|^HELLO must be called with the client already authenticated"),
+            ("wrong-" + self.env.password, r"^(WRONGPASS )?invalid username-password pair or user is disabled\.$"),
+        )
+        for password, words in cases:
+            with self.subTest(password=password):
+                client = redis.Redis(**client_kwargs(self.protocol, password=password))
+                self.addCleanup(client.close)
+                with self.assertRaises((redis.AuthenticationError, PrepkeyError)) as caught:
+                    Prepkey(client).get(self.ns, "k")
+                self.assertRegex(str(caught.exception), words)
+
     def test_argument_errors_send_nothing(self) -> None:
         pk, ns = self.pk, self.ns
         cases: List[Tuple[type, Callable[[], Any]]] = [
