@@ -95,6 +95,12 @@ function senderFor(client) {
     return { library: 'ioredis', send: (args) => client.callBuffer(...args) };
   }
   if (typeof client.sendCommand === 'function') {
+    // node-redis's cluster and sentinel clients take sendCommand(firstKey,
+    // isReadonly, args, ...) and (isReadonly, args, ...): a sidecar is one
+    // endpoint, reached with createClient or createClientPool.
+    if (client.sendCommand.length > 2) {
+      throw new TypeError('Prepkey needs a node-redis client from createClient or createClientPool, not a cluster or sentinel client');
+    }
     const options = { typeMapping: { [RESP_BLOB_STRING]: Buffer, [RESP_NUMBER]: Number } };
     return { library: 'node-redis', send: (args) => client.sendCommand(args, options) };
   }

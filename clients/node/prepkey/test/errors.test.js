@@ -14,6 +14,16 @@ test('Prepkey refuses what is not an ioredis or node-redis client', () => {
     message: 'Prepkey needs an ioredis client (callBuffer) or a node-redis client (sendCommand)',
   });
   assert.throws(() => new Prepkey({ callBuffer() {} }, { buffer: true }), { name: 'TypeError', message: 'unknown option "buffer"' });
+  const { createCluster, createSentinel } = require('redis');
+  for (const unsupported of [
+    createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }),
+    createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }] }),
+  ]) {
+    assert.throws(() => new Prepkey(unsupported), {
+      name: 'TypeError',
+      message: 'Prepkey needs a node-redis client from createClient or createClientPool, not a cluster or sentinel client',
+    });
+  }
 });
 
 const ns = 'args';

@@ -269,3 +269,30 @@ for (const config of configs) {
     });
   });
 }
+
+// A node-redis pool sends each command on one of its clients, through the
+// same sendCommand(args, options).
+for (const RESP of [2, 3]) {
+  test(`node-redis createClientPool RESP${RESP}`, async () => {
+    const { createClientPool } = require('redis');
+    const pool = createClientPool({
+      socket: { host: process.env.PREPKEY_HOST || '127.0.0.1', port: Number(process.env.PREPKEY_PORT) },
+      password: process.env.PREPKEY_PASSWORD,
+      RESP,
+    });
+    pool.on('error', () => {});
+    await pool.connect();
+    try {
+      const pk = new Prepkey(pool);
+      const ns = unique('pool');
+      const at = later();
+      assert.equal(pk.library, 'node-redis');
+      assert.equal(await pk.prepare(ns, 'k', 'v', { ttl: at }), true);
+      assert.equal(await pk.prepare(ns, 'k', 'w'), false);
+      assert.deepEqual(await pk.getValue(ns, 'k'), { value: 'v', expiresAt: at });
+      assert.equal(await pk.usingPrepare(ns, 'k2', 'v', async (prepared) => prepared), true);
+    } finally {
+      await pool.close();
+    }
+  });
+}

@@ -2,7 +2,7 @@
 // hand-written index.d.ts against real ioredis and node-redis clients. Every
 // line marked as an expected error must stay an error, or tsc fails.
 import Redis from 'ioredis';
-import { createClient } from 'redis';
+import { createClient, createClientPool, createCluster } from 'redis';
 import {
   Prepkey, PrepkeyError, UnavailableError, MismatchError, PrepkeyRecord, ScanRecord,
 } from '../..';
@@ -12,6 +12,7 @@ async function usage(): Promise<void> {
   const nodeRedis = new Prepkey(createClient());
   const ioredisBuffers = new Prepkey(new Redis(), { buffers: true });
   const nodeRedisResp3 = new Prepkey(createClient({ RESP: 3 }), { buffers: true });
+  const pool = new Prepkey(createClientPool());
   const library: 'ioredis' | 'node-redis' = ioredis.library;
 
   const reserved: boolean = await ioredis.prepare('username', 'alice', '{"userId":"42"}', { ttl: 60000 });
@@ -60,6 +61,8 @@ async function usage(): Promise<void> {
   const notBuffer: Buffer | null = await ioredis.get('username', 'alice');
   // @ts-expect-error not a Redis client
   new Prepkey({ get: () => null });
+  // @ts-expect-error a node-redis cluster client sends commands another way
+  new Prepkey(createCluster({ rootNodes: [] }));
   // @ts-expect-error entries are [name, key, value]
   await ioredis.mprepare([['username', 'alice']]);
 }
