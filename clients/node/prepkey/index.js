@@ -36,10 +36,6 @@ class PrepkeyError extends Error {
     this.code = details.code;
     this.command = details.command;
   }
-
-  get name() {
-    return this.constructor.name;
-  }
 }
 
 /**
@@ -56,6 +52,12 @@ class UnavailableError extends PrepkeyError {}
  * reserved.
  */
 class MismatchError extends PrepkeyError {}
+
+// Each class names itself (err.name, and what util.inspect prints), as
+// Node's own errors do, on the prototype where it can still be overridden.
+for (const type of [PrepkeyError, UnavailableError, MismatchError]) {
+  Object.defineProperty(type.prototype, 'name', { value: type.name, writable: true, configurable: true });
+}
 
 // isReplyError tells a reply of the server from a transport failure, by the
 // classes the two libraries use: ioredis's ReplyError (from redis-errors,
