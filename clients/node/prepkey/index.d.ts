@@ -13,7 +13,7 @@ export type Bytes = string | Buffer | Uint8Array;
  */
 export type Ttl = number | Date;
 
-/** What Prepkey needs of an ioredis client (Redis or Cluster). */
+/** What Prepkey needs of an ioredis client (Redis). */
 export interface IoredisLike {
   callBuffer(...args: [command: string, ...args: (string | Buffer | number)[]]): Promise<unknown>;
 }

@@ -86,7 +86,7 @@ function translate(err, command) {
 }
 
 // senderFor returns send(args) -> Promise<reply with bulk strings as
-// Buffers> for an ioredis client (Redis, Cluster) or a node-redis client
+// Buffers> for an ioredis client (Redis) or a node-redis client
 // (createClient, createClientPool). ioredis is checked first: it also has a
 // sendCommand method, with another meaning.
 function senderFor(client) {
@@ -205,7 +205,7 @@ class Prepkey {
   #buffers;
 
   /**
-   * @param {object} client an ioredis Redis/Cluster or a node-redis client
+   * @param {object} client an ioredis Redis or a node-redis client (createClient, createClientPool)
    * @param {{buffers?: boolean}} [options]
    */
   constructor(client, options) {
