@@ -31,8 +31,12 @@ for (const config of configs) {
     // A namespace per case keeps scans exact.
     const fresh = () => { ns = unique('ops'); return ns; };
 
-    test('detects the library', () => {
+    test('detects the library; the connection speaks the RESP version of the configuration', async () => {
       assert.equal(pk.library, config.library);
+      const info = String(config.library === 'ioredis'
+        ? await conn.client.call('CLIENT', 'INFO')
+        : await conn.client.sendCommand(['CLIENT', 'INFO']));
+      assert.match(info, new RegExp(` resp=${config.resp} `));
     });
 
     test('prepare, get, getValue: reserved, taken, forever', async () => {
