@@ -7,8 +7,8 @@
 #     python3-redis, ruby-redis, php-cli and php-redis; with apt-get when
 #     run as root (one `apt-get update` first), otherwise one line naming
 #     them;
-#   - clients/node's modules, from its lock file (npm ci), when absent or
-#     older than the lock file.
+#   - the modules of clients/node and clients/node/prepkey, from their
+#     lock files (npm ci), when absent or older than the lock file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,8 +48,12 @@ if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
 	echo "make test needs Node.js 20 or later with npm (for clients/node)" >&2
 	exit 1
 fi
-lock=clients/node/package-lock.json
-if [ ! -f clients/node/node_modules/.package-lock.json ] || [ "$lock" -nt clients/node/node_modules/.package-lock.json ]; then
-	echo "== npm ci in clients/node"
-	(cd clients/node && npm ci --no-audit --no-fund --loglevel=error)
-fi
+# clients/node: the examples' ioredis and node-redis; clients/node/prepkey:
+# the helper's TypeScript, to type-check its index.d.ts (the helper itself
+# takes ioredis and node-redis from clients/node).
+for d in clients/node clients/node/prepkey; do
+	if [ ! -f "$d/node_modules/.package-lock.json" ] || [ "$d/package-lock.json" -nt "$d/node_modules/.package-lock.json" ]; then
+		echo "== npm ci in $d"
+		(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+	fi
+done
