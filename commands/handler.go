@@ -5,6 +5,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,10 +80,14 @@ func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {
 }
 
 // finish turns a store result into spec's reply; a store failure is
-// -UNAVAILABLE, whatever the command.
+// -UNAVAILABLE, whatever the command, but a store's refusal of the
+// arguments (backend.Refusal) is that error.
 func finish(spec *Spec, res backend.Result) Reply {
 	if e, ok := res.Err.(*replyError); ok {
 		return errReply(e.text)
+	}
+	if r, ok := errors.AsType[*backend.Refusal](res.Err); ok {
+		return errReply(oneLine(r.Text))
 	}
 	if res.Err != nil {
 		return unavailable(res.Err)
