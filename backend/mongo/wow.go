@@ -101,7 +101,8 @@ func wowAfter(cutoff int64) bson.E {
 	}}
 }
 
-func (s *Store) wowLive(now int64) bson.E { return wowAfter(now) }
+// wowLive matches a record live at now.
+func wowLive(now int64) bson.E { return wowAfter(now) }
 
 // wowRetained matches a record whose retention is not over at now.
 func (s *Store) wowRetained(now int64) bson.E {
@@ -263,7 +264,7 @@ func (s *Store) wowReprepare(ctx context.Context, ns string, key, value []byte, 
 	}
 	update := bson.D{{Key: "$set", Value: set}}
 	if ifeq.Set {
-		res, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: fieldWowValue, Value: cond}, s.wowLive(now)}, update)
+		res, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: fieldWowValue, Value: cond}, wowLive(now)}, update)
 		if err != nil {
 			return false, wrap("reprepare", err)
 		}
@@ -283,7 +284,7 @@ func (s *Store) wowReprepare(ctx context.Context, ns string, key, value []byte, 
 		if _, _, err := wowDecode(raw, false); err != nil {
 			return false, &backend.Refusal{Text: errWowStored + err.Error() + "; not replaced"}
 		}
-		res, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: fieldWowValue, Value: raw.Lookup(fieldWowValue)}, s.wowLive(now)}, update)
+		res, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: fieldWowValue, Value: raw.Lookup(fieldWowValue)}, wowLive(now)}, update)
 		if err != nil {
 			return false, wrap("reprepare", err)
 		}
