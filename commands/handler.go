@@ -83,16 +83,16 @@ func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {
 // -UNAVAILABLE, whatever the command, but a store's refusal of the
 // arguments (backend.Refusal) is that error.
 func finish(spec *Spec, res backend.Result) Reply {
+	if res.Err == nil {
+		return spec.reply(res)
+	}
 	if e, ok := res.Err.(*replyError); ok {
 		return errReply(e.text)
 	}
 	if r, ok := errors.AsType[*backend.Refusal](res.Err); ok {
 		return errReply(oneLine(r.Text))
 	}
-	if res.Err != nil {
-		return unavailable(res.Err)
-	}
-	return spec.reply(res)
+	return unavailable(res.Err)
 }
 
 // parse checks arity and parses args for spec.
