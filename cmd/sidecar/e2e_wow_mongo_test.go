@@ -344,6 +344,16 @@ func TestWowMongoInterop(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, info, "errorstat_UNAVAILABLE")
 	})
+
+	// After all of that (and a scan, which needs the cursors' secret), the
+	// database holds no collection but prepare_*.
+	names, err := wow.db.ListCollectionNames(ctx(), bson.D{})
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		require.True(t, strings.HasPrefix(name, "prepare_"), "collection %s", name)
+	}
+	require.Contains(t, names, "prepare_prepkey:meta")
 }
 
 // TestWowMongoRace: the sidecar's clients and a Wow service race for the
