@@ -3,15 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -447,4 +451,197 @@ func TestWowMongoBadLayout(t *testing.T) {
 	require.Equal(t, 2, exit.ExitCode())
 	require.Equal(t, "sidecar: --backend: mongo: invalid URL: unknown layout \"wows\" (want wow or prepkey)\n", stderr.String())
 	require.Empty(t, stdout.String())
+}
+
+// TestWowMongoLinearizable: sidecar clients and Wow service clients race
+// PK commands and Wow's operations over a few keys; porcupine decides
+// whether one order of atomic commands explains the mixed history (the
+// model of lin_model_test.go: Wow's prepare is PREPARE, rollback(value)
+// ROLLBACK IFEQ, rollback() ROLLBACK, reprepare REPREPARE [IFEQ], getValue
+// GETVALUE; nothing expires while it runs). On FerretDB, whose updates of
+// an existing record are not atomic, each key's existing record is changed
+// by one client only (its owner, alternately a sidecar and a Wow client);
+// everyone prepares and reads every key.
+func TestWowMongoLinearizable(t *testing.T) {
+	t.Parallel()
+	s, wow, url := wowMongo(t)
+	seed := linSeed(t)
+	ferret := isFerretDB(t, url)
+	ns := uniqueNS(t)
+	keys := []string{"k0", "k1", "k2", "k3"}
+	const clients, opsPerClient = 6, 50
+	var (
+		mu      sync.Mutex
+		history []porcupine.Operation
+		values  atomic.Int64
+		wg      sync.WaitGroup
+	)
+	t0 := time.Now()
+	for cl := range clients {
+		sidecarSide := cl%2 == 0
+		rc := s.client(t, 2)
+		rng := rand.New(rand.NewPCG(seed, uint64(cl)))
+		wg.Go(func() {
+			known := map[int]string{}
+			for range opsPerClient {
+				key := rng.IntN(len(keys))
+				r := rng.IntN(100)
+				if ferret && r >= 60 && key%clients != cl {
+					if cl >= len(keys) {
+						r = rng.IntN(60)
+					} else {
+						key = cl
+					}
+				}
+				value := fmt.Sprintf(`"v%d"`, values.Add(1))
+				cond := func() string {
+					if v, ok := known[key]; ok && rng.IntN(4) > 0 {
+						return v
+					}
+					return fmt.Sprintf(`"v%d"`, 1+rng.Int64N(values.Load()))
+				}
+				var ttl int64 // forever
+				if rng.IntN(2) == 0 {
+					ttl = farTTL(rng)
+				}
+				var in linIn
+				switch {
+				case r < 35:
+					in = linIn{Kind: linPrepare, Key: key, Value: value, TTL: ttl}
+				case r < 60:
+					in = linIn{Kind: linGetValue, Key: key}
+				case r < 80:
+					in = linIn{Kind: linRollback, Key: key}
+					if rng.IntN(2) == 0 {
+						in.Cond, in.Cond2 = cond(), true
+					}
+				default:
+					in = linIn{Kind: linReprepare, Key: key, Value: value, TTL: ttl}
+					if rng.IntN(2) == 0 {
+						in.Cond, in.Cond2 = cond(), true
+					}
+				}
+				call := time.Since(t0).Nanoseconds()
+				var out linOut
+				if sidecarSide {
+					out = sidecarLinOp(rc, ns, keys, in)
+				} else {
+					out = wowLinOp(t, wow, ns, keys, in)
+				}
+				ret := time.Since(t0).Nanoseconds()
+				mu.Lock()
+				history = append(history, porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: out, Return: ret})
+				mu.Unlock()
+				learn(known, in, out)
+				require.False(t, out.Unknown, "%s: %s", describeLin(keys, in, out), out.Err)
+			}
+		})
+	}
+	wg.Wait()
+	// Not vacuous: each side reserved, changed and released something,
+	// and saw the other's records.
+	wrote := map[bool]map[linKind]int{true: {}, false: {}}
+	for _, op := range history {
+		in, out := op.Input.(linIn), op.Output.(linOut)
+		if out.Int == 1 || (in.Kind == linGetValue && !out.Nil) {
+			wrote[op.ClientId%2 == 0][in.Kind]++
+		}
+	}
+	for side, name := range map[bool]string{true: "sidecar", false: "Wow"} {
+		for _, k := range []linKind{linPrepare, linGetValue, linRollback, linReprepare} {
+			require.Positive(t, wrote[side][k], "%s clients: no successful command of kind %d", name, k)
+		}
+	}
+	res := porcupine.CheckOperationsTimeout(linModel(keys, true), history, time.Minute)
+	t.Logf("%d operations from %d sidecar and %d Wow clients over %d keys (FerretDB: %t): %s", len(history), clients/2, clients/2, len(keys), ferret, res)
+	require.Equal(t, porcupine.Ok, res)
+}
+
+// sidecarLinOp runs in through the sidecar.
+func sidecarLinOp(c *redis.Client, ns string, keys []string, in linIn) linOut {
+	key := keys[in.Key]
+	ttlArgs := func(args []any) []any {
+		if in.TTL != 0 {
+			args = append(args, "PXAT", in.TTL)
+		}
+		return args
+	}
+	var args []any
+	switch in.Kind {
+	case linPrepare:
+		args = ttlArgs([]any{"PK.PREPARE", ns, key, in.Value})
+	case linGetValue:
+		args = []any{"PK.GETVALUE", ns, key}
+	case linRollback:
+		args = []any{"PK.ROLLBACK", ns, key}
+		if in.Cond2 {
+			args = append(args, "IFEQ", in.Cond)
+		}
+	case linReprepare:
+		args = []any{"PK.REPREPARE", ns, key, in.Value}
+		if in.Cond2 {
+			args = append(args, "IFEQ", in.Cond)
+		}
+		args = ttlArgs(args)
+	}
+	got, err := c.Do(ctx(), args...).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return linOut{Nil: true}
+	case err != nil:
+		return linOut{Unknown: true, Err: err.Error()}
+	}
+	if rec, ok := got.([]any); ok {
+		return linOut{Value: rec[0].(string), TTL: rec[1].(int64)}
+	}
+	return linOut{Int: got.(int64)}
+}
+
+// wowLinOp runs in as the Wow service's operation.
+func wowLinOp(t *testing.T, wow wowService, ns string, keys []string, in linIn) linOut {
+	key := keys[in.Key]
+	ttlAt := wowForever
+	if in.TTL != 0 {
+		ttlAt = time.UnixMilli(in.TTL)
+	}
+	b2i := func(b bool) linOut {
+		if b {
+			return linOut{Int: 1}
+		}
+		return linOut{}
+	}
+	switch in.Kind {
+	case linPrepare:
+		ok, err := wow.prepare(t, ns, key, in.Value, ttlAt)
+		if err != nil {
+			return linOut{Unknown: true, Err: err.Error()}
+		}
+		return b2i(ok)
+	case linGetValue:
+		doc, found := wow.getValue(t, ns, key)
+		if !found {
+			return linOut{Nil: true}
+		}
+		v, ok := doc[1].Value.(string)
+		require.True(t, ok, "value of %s: %v", key, doc)
+		q, err := json.Marshal(v)
+		require.NoError(t, err)
+		ms := int64(doc[2].Value.(bson.DateTime))
+		if ms >= wowForeverMs {
+			ms = -1
+		}
+		return linOut{Value: string(q), TTL: ms}
+	case linRollback:
+		if in.Cond2 {
+			return b2i(wow.rollbackValue(t, ns, key, in.Cond))
+		}
+		return b2i(wow.rollback(t, ns, key))
+	case linReprepare:
+		var old *string
+		if in.Cond2 {
+			old = &in.Cond
+		}
+		return b2i(wow.reprepare(t, ns, key, in.Value, ttlAt, old))
+	}
+	panic("unexpected op")
 }
