@@ -453,3 +453,45 @@ func (s *Store) wowScan(ctx context.Context, ns string, pos []byte, count int) (
 	}
 	return page, nil
 }
+
+// ArgCheck gives the command layer (commands.ArgRules, where it exists) the
+// checks of layout=wow to run when a command is parsed, so that a refused
+// command is refused alone, pipelined or queued in MULTI alike, before it
+// reaches the store: keys and the namespace UTF-8, values and IFEQ values
+// JSON that MongoDB can store. Its error's text is the whole reply. The
+// store makes the same checks itself (Prepare … MPrepare), for callers
+// that reach it directly. Nil in the default layout: nothing to check.
+func (s *Store) ArgCheck() func(op *backend.Op) error {
+	if s.layout != LayoutWow {
+		return nil
+	}
+	return checkWowOp
+}
+
+func checkWowOp(op *backend.Op) error {
+	switch op.Kind {
+	case backend.OpMPrepare:
+		return wowCheckEntries(op.Entries)
+	case backend.OpPrepare:
+		_, _, err := wowArgs(op.NS, op.Key, op.Value)
+		return err
+	case backend.OpReprepare:
+		if _, _, err := wowArgs(op.NS, op.Key, op.Value); err != nil {
+			return err
+		}
+		_, err := wowCond(op.Cond)
+		return err
+	case backend.OpRollback:
+		if _, err := wowID(op.NS, op.Key); err != nil {
+			return err
+		}
+		_, err := wowCond(op.Cond)
+		return err
+	case backend.OpMove:
+		return wowCheckEntries([]backend.Entry{{NS: op.NS, Key: op.Key, Value: op.Value}, {NS: op.NS, Key: op.OldKey, Value: op.OldValue}})
+	case backend.OpGet:
+		_, err := wowID(op.NS, op.Key)
+		return err
+	}
+	return nil // a scan's position is the store's own
+}

@@ -313,3 +313,37 @@ func TestWowIndexesAndSweep(t *testing.T) {
 	require.Equal(t, []string{"prepare_mine", "prepare_prepkey:meta", "prepare_theirs"}, names)
 	t.Log(logs.String())
 }
+
+// TestWowArgCheck: the parse-time checks refuse exactly what the store
+// refuses, with the same replies; the default layout has none.
+func TestWowArgCheck(t *testing.T) {
+	def := openTest(t, serverURL(t), Config{SweepInterval: -1})
+	require.Nil(t, def.ArgCheck())
+	s, _ := openWow(t, 0, nil)
+	check := s.ArgCheck()
+	require.NotNil(t, check)
+	const notJSON, badKey = "ERR value is not valid JSON (layout=wow)", "ERR key is not valid UTF-8 (layout=wow)"
+	for _, tc := range []struct {
+		op    backend.Op
+		reply string
+	}{
+		{backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: []byte("k"), Value: []byte(`{"a":1}`)}, ""},
+		{backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: []byte("k"), Value: []byte(`a`)}, notJSON},
+		{backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: []byte("k\xff"), Value: []byte(`1`)}, badKey},
+		{backend.Op{Kind: backend.OpGet, NS: "ns", Key: []byte("\xff")}, badKey},
+		{backend.Op{Kind: backend.OpRollback, NS: "ns", Key: []byte("k")}, ""},
+		{backend.Op{Kind: backend.OpRollback, NS: "ns", Key: []byte("k"), Cond: backend.IfEq([]byte("x"))}, notJSON},
+		{backend.Op{Kind: backend.OpReprepare, NS: "ns", Key: []byte("k"), Value: []byte(`1`), Cond: backend.IfEq([]byte(`{"$a":1}`))}, `ERR value cannot be stored in MongoDB (layout=wow): field name "$a" starts with '$'`},
+		{backend.Op{Kind: backend.OpMove, NS: "ns", Key: []byte("n"), Value: []byte(`1`), OldKey: []byte("o\xff"), OldValue: []byte(`1`)}, badKey},
+		{backend.Op{Kind: backend.OpMove, NS: "ns", Key: []byte("n"), Value: []byte(`1`), OldKey: []byte("o"), OldValue: []byte(`x`)}, notJSON},
+		{backend.Op{Kind: backend.OpMPrepare, Entries: []backend.Entry{{NS: "a", Key: []byte("k"), Value: []byte(`1`)}, {NS: "b", Key: []byte("k"), Value: []byte(``)}}}, notJSON},
+		{backend.Op{Kind: backend.OpScan, NS: "ns", Key: []byte("\xff")}, ""},
+	} {
+		err := check(&tc.op)
+		if tc.reply == "" {
+			require.NoError(t, err, "%+v", tc.op)
+			continue
+		}
+		require.EqualError(t, err, tc.reply, "%+v", tc.op)
+	}
+}
