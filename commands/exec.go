@@ -74,7 +74,9 @@ func (h *Handler) Exec(ctx context.Context, cmds [][][]byte, replies []Reply) (a
 		return unavailable(err), false
 	}
 	for _, r := range res {
-		if r.Err != nil { // a store failure is the whole block's
+		// A store failure is the whole block's; a refusal of one
+		// command's arguments is that command's entry.
+		if _, refused := errors.AsType[*backend.Refusal](r.Err); r.Err != nil && !refused {
 			return unavailable(r.Err), false
 		}
 	}

@@ -5,6 +5,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,15 +80,19 @@ func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {
 }
 
 // finish turns a store result into spec's reply; a store failure is
-// -UNAVAILABLE, whatever the command.
+// -UNAVAILABLE, whatever the command, but a store's refusal of the
+// arguments (backend.Refusal) is that error.
 func finish(spec *Spec, res backend.Result) Reply {
+	if res.Err == nil {
+		return spec.reply(res)
+	}
 	if e, ok := res.Err.(*replyError); ok {
 		return errReply(e.text)
 	}
-	if res.Err != nil {
-		return unavailable(res.Err)
+	if r, ok := errors.AsType[*backend.Refusal](res.Err); ok {
+		return errReply(oneLine(r.Text))
 	}
-	return spec.reply(res)
+	return unavailable(res.Err)
 }
 
 // parse checks arity and parses args for spec.

@@ -198,6 +198,7 @@ func TestParse(t *testing.T) {
 
 func TestReplies(t *testing.T) {
 	failure := errors.New("redis: dial tcp 127.0.0.1:1: connect:\r\nrefused")
+	refused := fmt.Errorf("mongo: prepare: %w", &backend.Refusal{Text: "ERR value is not valid JSON (layout=wow)"})
 	tests := []struct {
 		name  string
 		store fakeStore
@@ -220,6 +221,10 @@ func TestReplies(t *testing.T) {
 		{"move taken", fakeStore{move: backend.NewKeyTaken}, []string{"PK.REPREPARE", "ns", "n", "v", "FROM", "o", "IFEQ", "x"}, zero},
 		{"move mismatch", fakeStore{move: backend.OldKeyMismatch}, []string{"PK.REPREPARE", "ns", "n", "v", "FROM", "o", "IFEQ", "x"}, e("MISMATCH old key has no record with that value")},
 		{"move failure", fakeStore{err: failure, move: backend.Moved}, []string{"PK.REPREPARE", "ns", "n", "v", "FROM", "o", "IFEQ", "x"}, e("UNAVAILABLE redis: dial tcp 127.0.0.1:1: connect:  refused")},
+		// A store's refusal of the arguments is its error, even wrapped.
+		{"prepare refused", fakeStore{err: refused}, []string{"PK.PREPARE", "ns", "k", "v"}, e("ERR value is not valid JSON (layout=wow)")},
+		{"get refused", fakeStore{err: refused}, []string{"PK.GET", "ns", "k"}, e("ERR value is not valid JSON (layout=wow)")},
+		{"move refused", fakeStore{err: refused}, []string{"PK.REPREPARE", "ns", "n", "v", "FROM", "o", "IFEQ", "x"}, e("ERR value is not valid JSON (layout=wow)")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

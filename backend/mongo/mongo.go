@@ -67,6 +67,16 @@ type Store struct {
 
 	colls sync.Map // namespace -> *mongo.Collection
 
+	// layout is the URL's layout option; prefix starts the name of every
+	// namespace's collection in it.
+	layout Layout
+	prefix string
+	// made holds the namespaces whose collection exists, in layout=wow
+	// (ensureWowCollection); hashedMissing says the server has no hashed
+	// indexes.
+	made          sync.Map
+	hashedMissing bool
+
 	mu           sync.Mutex
 	indexed      map[string]bool // collections whose TTL index exists
 	ttlMissing   bool            // the server has no TTL indexes (FerretDB)
@@ -92,6 +102,10 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	layout, rawURL, err := splitLayout(rawURL)
+	if err != nil {
+		return nil, err
+	}
 	copts := options.Client().ApplyURI(rawURL)
 	if err := copts.Validate(); err != nil {
 		return nil, fmt.Errorf("mongo: invalid URL: %w", err)
@@ -106,6 +120,9 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("mongo: connect: %w", err)
 	}
 
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	s := &Store{
 		client:  client,
 		db:      client.Database(dbName),
@@ -114,12 +131,17 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		timeout: cfg.Timeout,
 		log:     cfg.Logger,
 		indexed: make(map[string]bool),
+		layout:  layout,
+		prefix:  CollectionPrefix,
+	}
+	if layout == LayoutWow {
+		s.prefix = WowCollectionPrefix
+		s.log.Info("mongo: layout=wow: records are Wow's PrepareKey records in prepare_<namespace>; "+
+			"where the server has TTL indexes it deletes a record at its ttlAt, so --expired-retention applies only where it has none",
+			"database", dbName)
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
-	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
 	}
 
 	interval := cfg.SweepInterval
@@ -169,7 +191,7 @@ func (s *Store) collection(ns string) *mongo.Collection {
 	if c, ok := s.colls.Load(ns); ok {
 		return c.(*mongo.Collection)
 	}
-	c, _ := s.colls.LoadOrStore(ns, s.db.Collection(CollectionPrefix+ns))
+	c, _ := s.colls.LoadOrStore(ns, s.db.Collection(s.prefix+ns))
 	return c.(*mongo.Collection)
 }
 

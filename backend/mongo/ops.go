@@ -33,6 +33,9 @@ var (
 func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if s.layout == LayoutWow {
+		return s.wowPrepare(ctx, ns, key, value, exp)
+	}
 	now := s.nowMs()
 	ok, err := s.prepare(ctx, s.collection(ns), key, s.record(value, exp.TTLAt(now, backend.Forever), nil), now)
 	if err != nil {
@@ -62,6 +65,9 @@ func (s *Store) prepare(ctx context.Context, c *mongo.Collection, key []byte, up
 func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if s.layout == LayoutWow {
+		return s.wowGet(ctx, ns, key)
+	}
 	raw, err := s.collection(ns).FindOne(ctx, bson.D{{Key: "_id", Value: binary(key)}}, projection).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return backend.Record{}, false, nil
@@ -84,6 +90,9 @@ func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record,
 func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if s.layout == LayoutWow {
+		return s.wowRollback(ctx, ns, key, ifeq)
+	}
 	ok, err := s.rollback(ctx, s.collection(ns), key, ifeq, s.nowMs())
 	if err != nil {
 		return false, wrap("rollback", err)
@@ -109,6 +118,9 @@ func (s *Store) rollback(ctx context.Context, c *mongo.Collection, key []byte, i
 func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if s.layout == LayoutWow {
+		return s.wowReprepare(ctx, ns, key, value, ifeq, exp)
+	}
 	now := s.nowMs()
 	filter := bson.D{{Key: "_id", Value: binary(key)}}
 	if ifeq.Set {
@@ -132,6 +144,9 @@ func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ife
 // looks first), since MongoDB has no single-document operation over two
 // keys and FerretDB has no transactions.
 func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+	if s.layout == LayoutWow {
+		return s.wowMove(ctx, ns, newKey, newValue, oldKey, oldValue, exp)
+	}
 	r, err := backend.ComposeMove(ctx, s.steps(), s.fault, ns, newKey, newValue, oldKey, oldValue, exp)
 	if err != nil {
 		return 0, wrap("move", err)
@@ -143,6 +158,9 @@ func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, o
 // (backend.ComposeMPrepare): not atomic, see docs/mongo.md. EX/PX are
 // resolved once, so every key gets the same ttlAt.
 func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+	if s.layout == LayoutWow {
+		return s.wowMPrepare(ctx, entries, exp)
+	}
 	if exp.Kind == backend.ExpireAfter {
 		exp = backend.Expiry{Kind: backend.ExpireAt, Millis: exp.TTLAt(s.nowMs(), backend.Forever)}
 	}

@@ -22,6 +22,9 @@ import (
 func (s *Store) Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if s.layout == LayoutWow {
+		return s.wowScan(ctx, ns, pos, count)
+	}
 	now := s.nowMs()
 	filter := bson.D{retained(now)}
 	if pos != nil {
@@ -66,11 +69,16 @@ const metaCollection = "prepkey-meta"
 
 // Secret returns the store's secret, a document written once (upsert with
 // $setOnInsert) by whichever sidecar comes first, so that every sidecar on
-// this database shares it, across restarts.
+// this database shares it, across restarts. In layout=wow it lives in
+// wowMetaCollection, since the store makes no collection outside prepare_*
+// there.
 func (s *Store) Secret(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	c := s.db.Collection(metaCollection)
+	if s.layout == LayoutWow {
+		c = s.db.Collection(wowMetaCollection)
+	}
 	id := bson.D{{Key: "_id", Value: "scan-secret"}}
 	fresh := make([]byte, backend.SecretBytes)
 	_, _ = rand.Read(fresh) // crypto/rand.Read never fails (Go 1.24)

@@ -36,6 +36,38 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceWow runs the suite in layout=wow. Its values are any
+// bytes and layout=wow takes JSON, so each is stored as a JSON text
+// standing for it (storetest.JSONValues); its keys that are not UTF-8 are
+// left out, since a Wow key is a string.
+func TestConformanceWow(t *testing.T) {
+	raw := withLayout(t, serverURL(t), "wow")
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		clock := newFakeClock()
+		opts.Now = clock.Now
+		s := openTest(t, raw, Config{Options: opts, Timeout: 15 * time.Second, SweepInterval: -1})
+		require.Equal(t, LayoutWow, s.layout)
+		h := storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance,
+			Isolates: func(string, [][]byte) bool { return false }, Fault: func(f backend.Fault) { s.fault = f },
+			Values: &storetest.JSONValues, TextKeys: "a key in layout=wow is a string, so it must be UTF-8"}
+		if ferretDB(t, s) {
+			h.SkipRaces = skipRacesOnFerretDB
+		}
+		return h
+	})
+}
+
+// withLayout adds the layout option to a MongoDB URL.
+func withLayout(t testing.TB, raw, layout string) string {
+	t.Helper()
+	p := splitURL(t, raw)
+	if p.query != "" {
+		p.query += "&"
+	}
+	p.query += "layout=" + layout
+	return p.String()
+}
+
 // rawRecord reads the document of key as stored.
 func rawRecord(t *testing.T, s *Store, ns, key string) bson.Raw {
 	t.Helper()

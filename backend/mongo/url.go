@@ -1,6 +1,7 @@
 package mongo
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -68,4 +69,82 @@ func WithDatabase(raw, db string) (string, error) {
 		return "", err
 	}
 	return u, nil
+}
+
+// Layout is how the store lays out its records in the database.
+type Layout uint8
+
+const (
+	// LayoutPrepkey is the sidecar's own layout (the default, and
+	// layout=prepkey): collections prepkey_<namespace>, binary keys and
+	// values.
+	LayoutPrepkey Layout = iota
+	// LayoutWow is Wow's PrepareKey layout (layout=wow): collections
+	// prepare_<namespace>, string keys, values as the BSON of their JSON,
+	// ttlAt a date; see docs/mongo.md.
+	LayoutWow
+)
+
+func (l Layout) String() string {
+	if l == LayoutWow {
+		return "wow"
+	}
+	return "prepkey"
+}
+
+// layoutOption is the URL query option that selects the layout. The driver
+// would keep it as an unknown option and ignore it, so it is read here and
+// removed before the driver sees the URL.
+const layoutOption = "layout"
+
+// splitLayout returns the layout named by raw's layout option and raw
+// without that option. Options are split as the driver splits them (on '&'
+// and ';'); the option's name is case-insensitive as the driver's are, its
+// value is not. An unknown value, or the option given twice, is an error,
+// so that a typo stops the sidecar at start instead of writing records
+// another service never sees.
+func splitLayout(raw string) (Layout, string, error) {
+	afterHosts := strings.Index(raw, "://")
+	if afterHosts < 0 {
+		return 0, "", fmt.Errorf(`mongo: invalid URL: scheme must be "mongodb" or "mongodb+srv"`)
+	}
+	afterHosts += len("://")
+	if at := strings.IndexByte(raw[afterHosts:], '@'); at >= 0 {
+		afterHosts += at + 1
+	}
+	q := strings.IndexByte(raw[afterHosts:], '?')
+	if q < 0 {
+		return LayoutPrepkey, raw, nil
+	}
+	q += afterHosts
+	layout, found := LayoutPrepkey, false
+	var kept []string
+	for _, pair := range strings.FieldsFunc(raw[q+1:], func(r rune) bool { return r == '&' || r == ';' }) {
+		name, value, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err != nil || !strings.EqualFold(n, layoutOption) {
+			kept = append(kept, pair)
+			continue
+		}
+		if found {
+			return 0, "", errors.New("mongo: invalid URL: layout is given twice")
+		}
+		found = true
+		v, err := url.QueryUnescape(value)
+		if err != nil {
+			return 0, "", fmt.Errorf("mongo: invalid URL: layout %q: %w", value, err)
+		}
+		switch v {
+		case "prepkey":
+			layout = LayoutPrepkey
+		case "wow":
+			layout = LayoutWow
+		default:
+			return 0, "", fmt.Errorf("mongo: invalid URL: unknown layout %q (want wow or prepkey)", v)
+		}
+	}
+	stripped := raw[:q]
+	if len(kept) > 0 {
+		stripped += "?" + strings.Join(kept, "&")
+	}
+	return layout, stripped, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/commands"
 )
 
 // ns is the namespace of every case that does not test namespaces.
@@ -72,7 +74,38 @@ func newEnv(t *testing.T, newStore NewStore, retention time.Duration) *env {
 	t.Helper()
 	h := newStore(t, backend.Options{Retention: retention})
 	require.NotNil(t, h.Store, "NewStore returned no store")
+	if h.Values != nil {
+		_, batches := h.Store.(commands.Batcher)
+		require.False(t, batches, "Harness.Values does not wrap a commands.Batcher")
+		h.Store = wrapValues(h.Store, h.Values)
+	}
 	return &env{t: t, h: h, ctx: t.Context(), plan: planFor(h.Advance != nil)}
+}
+
+// textKeys leaves out of keys those the store cannot take
+// (Harness.TextKeys), saying so in the test's log.
+func (e *env) textKeys(keys []string) []string {
+	if e.h.TextKeys == "" {
+		return keys
+	}
+	var kept []string
+	for _, k := range keys {
+		if utf8.ValidString(k) {
+			kept = append(kept, k)
+		} else {
+			e.t.Logf("key %q left out: %s", k, e.h.TextKeys)
+		}
+	}
+	return kept
+}
+
+// highByte is a byte above 0x7f for a key, or, where keys are text
+// (Harness.TextKeys), a character above U+007F.
+func (e *env) highByte() string {
+	if e.h.TextKeys == "" {
+		return "\xff"
+	}
+	return "\u00ff"
 }
 
 // movable reports whether the store's clock can be moved by the suite.

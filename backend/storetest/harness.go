@@ -49,6 +49,17 @@ type Harness struct {
 	// isolated block, for the isolation races; empty means "a" and "b". A
 	// Cluster gives two keys of one slot.
 	BlockKeys [2]string
+
+	// Values, for a store that takes only some values (MongoDB in
+	// layout=wow: JSON), maps the suite's values to and from the store's
+	// (e.g. &JSONValues); nil passes them as they are.
+	Values *ValueMap
+
+	// TextKeys, for a store that takes only UTF-8 keys (layout=wow), says
+	// why: the keys that are not UTF-8 are left out of the cases that use
+	// them (logged), and the cases written for bytes above 0x7f use
+	// characters instead. Empty: every key is binary.
+	TextKeys string
 }
 
 // NewStore returns a fresh, empty store built with opts. It registers its

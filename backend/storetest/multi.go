@@ -128,7 +128,7 @@ func testMPrepareMany(t *testing.T, newStore NewStore) {
 	mk := func(round string) []backend.Entry {
 		var out []backend.Entry
 		for i := range 64 {
-			out = append(out, entry(ns, fmt.Sprintf("%s\x00%c*[%d]\r\n\xff", round, 'a'+i%26, i), fmt.Sprintf("%s-%d", round, i)))
+			out = append(out, entry(ns, fmt.Sprintf("%s\x00%c*[%d]\r\n%s", round, 'a'+i%26, i, e.highByte()), fmt.Sprintf("%s-%d", round, i)))
 		}
 		return out
 	}

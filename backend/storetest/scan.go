@@ -94,7 +94,7 @@ func seedScan(e *env) map[string]scanned {
 	e.advance(tableRetention + e.plan.expire)
 	want := map[string]scanned{}
 	var expiring []string
-	for i, k := range scanKeys {
+	for i, k := range e.textKeys(scanKeys) {
 		v := "v\x00" + k
 		switch i % 3 {
 		case 0:
@@ -178,6 +178,9 @@ func testScanMatch(t *testing.T, newStore NewStore) {
 		{"k:[0-9]*", []string{"k:1", "k:2", "k:10"}},
 		{"nothing*", nil},
 	} {
+		if len(e.textKeys([]string{tc.pattern})) == 0 {
+			continue
+		}
 		for _, count := range []string{"1", "1000"} {
 			got, _ := e.scanAll(h, ns, "MATCH", tc.pattern, "COUNT", count)
 			wantHere := map[string]scanned{}
