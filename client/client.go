@@ -57,6 +57,12 @@ type Entry struct {
 // whatever its value, and nothing changed. Without an Expiry the reservation
 // is forever.
 func (c *Client) Prepare(ctx context.Context, name, key string, value []byte, exp ...Expiry) (bool, error) {
+	return c.prepare(ctx, false, name, key, value, exp)
+}
+
+// prepare is Prepare; with waitReply it waits for the reply even when ctx
+// is done meanwhile (see exchange).
+func (c *Client) prepare(ctx context.Context, waitReply bool, name, key string, value []byte, exp []Expiry) (bool, error) {
 	const command = "PK.PREPARE"
 	if err := checkNameKey(command, name, key); err != nil {
 		return false, err
@@ -65,7 +71,7 @@ func (c *Client) Prepare(ctx context.Context, name, key string, value []byte, ex
 	if err != nil {
 		return false, err
 	}
-	return c.doBool(ctx, command, append([]any{name, key, value}, ttl...)...)
+	return boolReply(command)(c.exchange(ctx, command, waitReply, append([]any{name, key, value}, ttl...)))
 }
 
 // Get returns the value of key's live record (PK.GET); ok is false when
@@ -205,13 +211,33 @@ func (c *Client) MPrepare(ctx context.Context, entries []Entry, exp ...Expiry) (
 	return c.doBool(ctx, command, append(args, ttl...)...)
 }
 
-// do sends the command unless ctx is already done. A nil reply comes back as
-// nil, nil; an error as this package's (see wrap).
+// do sends the command and returns its reply, or ctx's error at once when
+// ctx is done first (see exchange).
 func (c *Client) do(ctx context.Context, command string, args ...any) (any, error) {
+	return c.exchange(ctx, command, false, args)
+}
+
+// doBool sends a command that answers :1 or :0.
+func (c *Client) doBool(ctx context.Context, command string, args ...any) (bool, error) {
+	return boolReply(command)(c.do(ctx, command, args...))
+}
+
+// exchange sends the command unless ctx is already done, and returns its
+// reply: nil for a nil reply, an error as this package's (see wrap).
+//
+// go-redis itself waits for a reply whatever ctx says (unless
+// Options.ContextTimeoutEnabled, and then only for a deadline). Unless
+// waitReply, exchange returns ctx's error as soon as ctx is done: the
+// command goes on in a goroutine, which reads the reply when it comes (or
+// go-redis's ReadTimeout passes) and so hands the connection back to the
+// pool in order; the command may still take effect, so its outcome is
+// unknown. With waitReply it waits for the reply, for a caller that must
+// know the outcome (UsingPrepare, to roll back what it prepared).
+func (c *Client) exchange(ctx context.Context, command string, waitReply bool, args []any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, wrap(command, err)
 	}
-	reply, err := c.rdb.Do(ctx, append([]any{command}, args...)...).Result()
+	reply, err := c.roundTrip(ctx, waitReply, append([]any{command}, args...))
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -221,19 +247,40 @@ func (c *Client) do(ctx context.Context, command string, args ...any) (any, erro
 	return reply, nil
 }
 
-// doBool sends a command that answers :1 or :0.
-func (c *Client) doBool(ctx context.Context, command string, args ...any) (bool, error) {
-	reply, err := c.do(ctx, command, args...)
-	if err != nil {
-		return false, err
+// roundTrip is exchange's go-redis call.
+func (c *Client) roundTrip(ctx context.Context, waitReply bool, args []any) (any, error) {
+	if waitReply || ctx.Done() == nil { // never abandoned: no goroutine needed
+		return c.rdb.Do(ctx, args...).Result()
 	}
-	switch reply {
-	case int64(1):
-		return true, nil
-	case int64(0):
-		return false, nil
+	done := make(chan *redis.Cmd, 1)
+	go func() { done <- c.rdb.Do(ctx, args...) }()
+	select {
+	case cmd := <-done:
+		return cmd.Result()
+	case <-ctx.Done():
+		select {
+		case cmd := <-done: // the reply came as well: it is known, so say it
+			return cmd.Result()
+		default:
+			return nil, ctx.Err()
+		}
 	}
-	return false, unexpected(command, reply)
+}
+
+// boolReply reads a reply that is :1 or :0.
+func boolReply(command string) func(reply any, err error) (bool, error) {
+	return func(reply any, err error) (bool, error) {
+		if err != nil {
+			return false, err
+		}
+		switch reply {
+		case int64(1):
+			return true, nil
+		case int64(0):
+			return false, nil
+		}
+		return false, unexpected(command, reply)
+	}
 }
 
 // record reads a [value, ttlAt] pair.

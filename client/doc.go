@@ -55,8 +55,11 @@
 // # Context
 //
 // Every method checks ctx before sending and returns its error without
-// sending anything when it is done. During a round trip go-redis honours
-// ctx's cancellation as configured (Options.ContextTimeoutEnabled); a reply
-// lost to cancellation leaves the outcome unknown. UsingPrepare's rollback
-// runs on a context detached from ctx's cancellation: see UsingPrepare.
+// sending anything when it is done. When ctx is done while a command is on
+// its way, the method returns ctx's error at once (go-redis alone would wait
+// for the reply, or honour only a deadline with ContextTimeoutEnabled); the
+// command may still reach the sidecar and take effect, so the outcome is
+// unknown, as after ErrUnavailable. go-redis reads the late reply in the
+// background and puts the connection back in its pool. UsingPrepare is the
+// exception: it waits for its prepare's reply, to know what to roll back.
 package client

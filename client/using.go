@@ -28,13 +28,17 @@ const rollbackTimeout = 5 * time.Second
 //   - the prepare fails (ErrUnavailable, a connection error, ctx done): that
 //     error, and fn is not run.
 //
-// Context: the rollback is sent on context.WithoutCancel(ctx) bounded by 5 s,
-// so a fn that failed because ctx was cancelled still releases the
-// reservation. When ctx is done after the prepare succeeded and before fn
-// starts, fn is not run, the reservation is rolled back as above and
-// ctx.Err() is returned (wrapped in a *RollbackError if the rollback fails).
-// When ctx is cancelled while the prepare is on its way and its reply is lost
-// (go-redis returns ctx's error), the outcome is unknown: the sidecar may
+// Context: the prepare's reply is waited for even when ctx is cancelled
+// meanwhile (go-redis bounds the wait with its ReadTimeout), so that
+// UsingPrepare knows whether it holds a reservation; the other methods
+// return at once instead, leaving the outcome unknown. The rollback is sent
+// on context.WithoutCancel(ctx) bounded by 5 s, so a fn that failed because
+// ctx was cancelled still releases the reservation. When ctx is done after
+// the prepare succeeded and before fn starts, fn is not run, the reservation
+// is rolled back as above and ctx.Err() is returned (in a *RollbackError if
+// the rollback fails). When go-redis loses the prepare's reply (a connection
+// error, or a read timeout from ctx's deadline with
+// Options.ContextTimeoutEnabled), the outcome is unknown: the sidecar may
 // have reserved key. UsingPrepare returns that error, does not run fn, and
 // does not roll back (the record may be one the same value held before).
 // Look with GetValue before retrying, as after ErrUnavailable.
@@ -52,7 +56,7 @@ func (c *Client) UsingPrepare(ctx context.Context, name, key string, value []byt
 func UsingPrepareResult[T any](ctx context.Context, c *Client, name, key string, value []byte,
 	fn func(ctx context.Context, prepared bool) (T, error), exp ...Expiry) (T, error) {
 	var zero T
-	prepared, err := c.Prepare(ctx, name, key, value, exp...)
+	prepared, err := c.prepare(ctx, true, name, key, value, exp)
 	if err != nil {
 		return zero, err
 	}
