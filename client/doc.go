@@ -15,13 +15,14 @@
 // # Clients
 //
 // New takes any go-redis redis.UniversalClient: a *redis.Client (RESP2 or
-// RESP3) on one sidecar, or a *redis.ClusterClient or *redis.Ring over
-// several sidecars of one backend. PK commands declare no Redis keys, so a
-// cluster client sends each to any of its nodes, which is right because the
-// sidecars share the records. (A sidecar is not a Redis Cluster node and not
-// a Sentinel: a ClusterClient needs its ClusterSlots option to list the
-// sidecars; a Sentinel-backed client talks to a sidecar only if Sentinels
-// name it as their master.)
+// RESP3) on one sidecar, the same behind Sentinel (NewFailoverClient, whose
+// Sentinels name a sidecar as the master), or a *redis.ClusterClient or
+// *redis.Ring over several sidecars of one backend. PK commands declare no
+// Redis keys, so a cluster client sends each to any of its nodes, which is
+// right because the sidecars share the records (a Scan's cursor is good on
+// any of them). A sidecar is not a Redis Cluster node: a ClusterClient needs
+// its ClusterSlots option to list the sidecars. The tests run a Client over
+// each of the first three.
 //
 // # Keys and values
 //
