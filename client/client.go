@@ -305,6 +305,18 @@ func unexpected(command string, reply any) error {
 // checkNameKey refuses what every sidecar refuses: a namespace that is not
 // 1 to 64 bytes of A-Z a-z 0-9 _ . -, and an empty key.
 func checkNameKey(command, name, key string) error {
+	if err := checkName(command, name); err != nil {
+		return err
+	}
+	if key == "" {
+		return invalid(command, "the key is empty")
+	}
+	return nil
+}
+
+// checkName refuses a namespace that is not 1 to 64 bytes of
+// A-Z a-z 0-9 _ . -.
+func checkName(command, name string) error {
 	if len(name) < 1 || len(name) > 64 {
 		return invalid(command, "namespace %q is not 1 to 64 bytes", name)
 	}
@@ -314,9 +326,6 @@ func checkNameKey(command, name, key string) error {
 		default:
 			return invalid(command, "namespace %q has a byte outside A-Z a-z 0-9 _ . -", name)
 		}
-	}
-	if key == "" {
-		return invalid(command, "the key is empty")
 	}
 	return nil
 }

@@ -487,6 +487,9 @@ func TestArgumentErrors(t *testing.T) {
 			require.Empty(t, rec.take(), "nothing sent")
 		})
 	}
+	_, err := pk.Prepare(ctx, "n", "", nil)
+	require.EqualError(t, err, "prepkey: invalid argument: PK.PREPARE: the key is empty")
+
 	// The limits: what is allowed goes through.
 	at64 := make([]client.Entry, 64)
 	for i := range at64 {

@@ -30,7 +30,7 @@ func (c *Client) Scan(ctx context.Context, name string, opts ...ScanOption) iter
 		}
 		words, err := s.args(command)
 		if err == nil {
-			err = checkNameKey(command, name, "-")
+			err = checkName(command, name)
 		}
 		if err != nil {
 			yield(ScanRecord{}, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,6 +116,45 @@ func TestUsingPrepare(t *testing.T) {
 			require.Equal(t, [][]string{prepare("stuck"), rollbackIfEq("stuck")}, tg.rec.take())
 			tg.rec.setAround(nil)
 			requireRecord(t, pk, ns, "stuck", string(v), time.Time{}) // still held: the caller's to resolve
+		})
+
+		t.Run("racing for one key: one body runs prepared, the others with false", func(t *testing.T) {
+			const racers = 8
+			losers := make(chan int, racers)
+			var wg sync.WaitGroup
+			winners := make(chan int, racers)
+			for i := range racers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := pk.UsingPrepare(t.Context(), ns, "raced", []byte(fmt.Sprint(i)), func(ctx context.Context, prepared bool) error {
+						if !prepared {
+							losers <- i
+							return nil
+						}
+						winners <- i
+						// Hold the reservation until every other racer was
+						// answered false.
+						for range racers - 1 {
+							select {
+							case <-losers:
+							case <-time.After(10 * time.Second): // a second winner: never answered false
+								return errors.New("not every other racer was answered false")
+							}
+						}
+						return nil
+					})
+					require.NoError(t, err)
+				}()
+			}
+			wg.Wait()
+			close(winners)
+			var won []int
+			for i := range winners {
+				won = append(won, i)
+			}
+			require.Len(t, won, 1)
+			requireRecord(t, pk, ns, "raced", fmt.Sprint(won[0]), time.Time{})
 		})
 
 		t.Run("the body panics: rolled back, the panic goes on", func(t *testing.T) {
