@@ -1,3 +1,7 @@
+//go:build linux
+
+// The test stops the sidecar with SIGSTOP and reads /proc.
+
 package client_test
 
 import (

@@ -233,7 +233,7 @@ func TestUsingPrepare(t *testing.T) {
 		t.Run("the prepare's reply lost: its error, body not run, outcome unknown (here: reserved)", func(t *testing.T) {
 			// As go-redis loses a reply to ctx's deadline with
 			// ContextTimeoutEnabled (TestCancelOnTheWay does it for real,
-			// where the outcome is: not reserved).
+			// with a stopped sidecar, on memory: only).
 			lost := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 			tg.rec.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 				_ = next(ctx, cmd) // the sidecar runs it, and the reply is lost
