@@ -100,6 +100,44 @@ func TestClusterClient(t *testing.T) {
 	}
 }
 
+// TestRing: a go-redis Ring over the same two sidecars of one Redis
+// backend: it shards by what it takes for the key; any shard serves.
+func TestRing(t *testing.T) {
+	url := os.Getenv("PREPKEY_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but PREPKEY_REDIS_URL is unset: scripts/test.sh starts that server")
+		}
+		t.Skip("PREPKEY_REDIS_URL is unset: two sidecars need a shared Redis backend (scripts/test.sh starts one)")
+	}
+	prefix := fmt.Sprintf("pk-client-ring-%d:", time.Now().UnixNano())
+	a := start(t, "--backend", url, "--redis-key-prefix", prefix)
+	b := start(t, "--backend", url, "--redis-key-prefix", prefix)
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			ring := redis.NewRing(&redis.RingOptions{
+				Addrs:    map[string]string{"a": a.addr, "b": b.addr},
+				Password: password, Protocol: proto, MaxRetries: -1,
+			})
+			t.Cleanup(func() { ring.Close() })
+			pk, ctx, ns := client.New(ring), t.Context(), uniqueNS(t)
+			direct := client.New(b.client(t, proto, &recorder{}))
+			for i := range 10 {
+				ok, err := pk.Prepare(ctx, ns, fmt.Sprint("k", i), []byte(fmt.Sprint("v", i)))
+				require.NoError(t, err)
+				require.True(t, ok)
+				requireRecord(t, direct, ns, fmt.Sprint("k", i), fmt.Sprint("v", i), time.Time{})
+			}
+			require.Len(t, collect(t, pk.Scan(ctx, ns, client.ScanCount(4))), 10)
+			err := pk.UsingPrepare(ctx, ns, "k0", []byte("x"), func(_ context.Context, prepared bool) error {
+				require.False(t, prepared)
+				return nil
+			})
+			require.NoError(t, err)
+		})
+	}
+}
+
 // countHook calls f for every command a go-redis client processes.
 type countHook func(redis.Cmder)
 

@@ -22,7 +22,7 @@
 // right because the sidecars share the records (a Scan's cursor is good on
 // any of them). A sidecar is not a Redis Cluster node: a ClusterClient needs
 // its ClusterSlots option to list the sidecars. The tests run a Client over
-// each of the first three.
+// each of them.
 //
 // # Keys and values
 //
