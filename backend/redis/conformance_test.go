@@ -152,3 +152,20 @@ func TestConformanceWowSentinel(t *testing.T) {
 		return storetest.Harness{Store: openWow(t, url, opts)}
 	})
 }
+
+// The conformance suite in layout=wow over the event loops' Wire.
+func TestConformanceWowWireMiniredis(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		f := startFake(t)
+		s := openStore(t, wowURL(f.url()), Config{Options: opts, KeyPrefix: DefaultKeyPrefix})
+		return storetest.Harness{Store: newWireStore(t, s), Now: f.clock, Advance: f.advance}
+	})
+}
+
+func TestConformanceWowWireStandalone(t *testing.T) {
+	t.Parallel()
+	url := serverURL(t, envStandalone)
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		return storetest.Harness{Store: newWireStore(t, openWow(t, url, opts))}
+	})
+}
