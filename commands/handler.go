@@ -50,6 +50,21 @@ type Handler struct {
 	now    func() time.Time
 	byName map[string]*Spec
 	sec    secrets
+	// argCheck is the store layout's own check of a command's store call
+	// (ArgRules); nil when the layout takes what the contract allows.
+	argCheck func(op *backend.Op) error
+}
+
+// ArgRules is a Store whose layout holds fewer names or keys than the
+// contract allows: with layout=wow, Wow's names and keys are Kotlin
+// strings, so they must be valid UTF-8. ArgCheck returns the check that
+// every PK command's store call gets after the command's own checks, alone,
+// pipelined or queued in MULTI (so a refused command changes nothing and a
+// transaction holding one is aborted); its error's text is the whole -ERR
+// reply. It returns nil when the layout takes whatever the contract allows,
+// so that such a store's commands pay nothing for it.
+type ArgRules interface {
+	ArgCheck() func(op *backend.Op) error
 }
 
 // New returns a Handler. now is the sidecar's clock, used only to reject
@@ -61,6 +76,9 @@ func New(store Store, limits Limits, now func() time.Time) *Handler {
 	h := &Handler{store: store, limits: limits, now: now, byName: make(map[string]*Spec, len(specs))}
 	for i := range specs {
 		h.byName[specs[i].Name] = &specs[i]
+	}
+	if ar, ok := store.(ArgRules); ok {
+		h.argCheck = ar.ArgCheck()
 	}
 	return h
 }
@@ -100,7 +118,13 @@ func (h *Handler) parse(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
 	if n := len(args); (spec.Arity > 0 && n != spec.Arity) || n < -spec.Arity {
 		return backend.Op{}, wrongArgs(spec.Name), false
 	}
-	return spec.parse(h, args)
+	op, r, ok := spec.parse(h, args)
+	if ok && h.argCheck != nil {
+		if err := h.argCheck(&op); err != nil {
+			return backend.Op{}, errReply(oneLine(err.Error())), false
+		}
+	}
+	return op, r, ok
 }
 
 // exec makes one store call.

@@ -17,7 +17,7 @@ import (
 
 // keysWithSlots returns n keys of namespace ns whose Redis keys are all in
 // distinct slots (same false) or all in one slot (same true).
-func keysWithSlots(ks keyspace, ns string, n int, same bool) [][]byte {
+func keysWithSlots(ks keyCodec, ns string, n int, same bool) [][]byte {
 	var keys [][]byte
 	slots := map[uint16]bool{}
 	for i := 0; len(keys) < n; i++ {
@@ -183,7 +183,7 @@ func TestClusterMoveRace(t *testing.T) {
 	url := serverURL(t, envCluster)
 	t.Parallel()
 	a := openStore(t, url, Config{})
-	b := openStore(t, url, Config{KeyPrefix: a.keys.prefix})
+	b := openStore(t, url, Config{KeyPrefix: a.keys.(keyspace).prefix})
 	ctx := context.Background()
 	for round := range 30 {
 		keys := keysWithSlots(a.keys, fmt.Sprintf("r%d", round), 3, false)

@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,5 +95,77 @@ func TestConformanceSentinel(t *testing.T) {
 	url := serverURL(t, envSentinel)
 	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
 		return storetest.Harness{Store: openStore(t, url, Config{Options: opts})}
+	})
+}
+
+// The conformance suite in layout=wow, on every topology: the store
+// keeps Wow's records and every command keeps its contract. On real
+// servers each store gets a key head of its own before Wow's (wowHead),
+// since Wow's keys have no prefix to tell tests apart.
+
+func wowURL(url string) string { return url + sep(url) + "layout=wow" }
+
+func sep(url string) string {
+	if strings.Contains(url, "?") {
+		return "&"
+	}
+	return "?"
+}
+
+// openWow opens a layout=wow store on url whose record keys start with a
+// head of the test's own.
+func openWow(t testing.TB, url string, opts backend.Options) *Store {
+	t.Helper()
+	head := fmt.Sprintf("pktest:%s:%d:", t.Name(), time.Now().UnixNano()) + WowKeyHead
+	return openStore(t, wowURL(url), Config{Options: opts, KeyPrefix: DefaultKeyPrefix, wowHead: head})
+}
+
+func TestConformanceWowMiniredis(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		f := startFake(t)
+		s := openStore(t, wowURL(f.url()), Config{Options: opts, KeyPrefix: DefaultKeyPrefix})
+		return storetest.Harness{Store: s, Now: f.clock, Advance: f.advance}
+	})
+}
+
+func TestConformanceWowStandalone(t *testing.T) {
+	t.Parallel()
+	url := serverURL(t, envStandalone)
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		return storetest.Harness{Store: openWow(t, url, opts)}
+	})
+}
+
+func TestConformanceWowCluster(t *testing.T) {
+	t.Parallel()
+	url := serverURL(t, envCluster)
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		s := openWow(t, url, opts)
+		return storetest.Harness{Store: s, Isolates: oneSlot(s), BlockKeys: slotMates(s)}
+	})
+}
+
+func TestConformanceWowSentinel(t *testing.T) {
+	t.Parallel()
+	url := serverURL(t, envSentinel)
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		return storetest.Harness{Store: openWow(t, url, opts)}
+	})
+}
+
+// The conformance suite in layout=wow over the event loops' Wire.
+func TestConformanceWowWireMiniredis(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		f := startFake(t)
+		s := openStore(t, wowURL(f.url()), Config{Options: opts, KeyPrefix: DefaultKeyPrefix})
+		return storetest.Harness{Store: newWireStore(t, s), Now: f.clock, Advance: f.advance}
+	})
+}
+
+func TestConformanceWowWireStandalone(t *testing.T) {
+	t.Parallel()
+	url := serverURL(t, envStandalone)
+	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+		return storetest.Harness{Store: newWireStore(t, openWow(t, url, opts))}
 	})
 }

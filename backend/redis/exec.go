@@ -139,7 +139,7 @@ func encodeBlockOp(to blockSink, op *Op) error {
 // stringSink collects keys and arguments as strings, copied out of the
 // caller's buffers (for rueidis).
 type stringSink struct {
-	ks         keyspace
+	ks         keyCodec
 	keys, args []string
 }
 

@@ -26,7 +26,7 @@ func TestRace64Connections(t *testing.T) {
 			stores := make([]*Store, 64)
 			stores[0] = openStore(t, url, Config{})
 			for i := 1; i < len(stores); i++ {
-				stores[i] = openStore(t, url, Config{KeyPrefix: stores[0].keys.prefix})
+				stores[i] = openStore(t, url, Config{KeyPrefix: stores[0].keys.(keyspace).prefix})
 			}
 			ctx := context.Background()
 			for _, s := range stores {

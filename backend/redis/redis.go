@@ -45,13 +45,18 @@ type Config struct {
 	// zero means DefaultTimeout. A composed key change on a Cluster may take
 	// up to twice as long (its compensation has its own budget).
 	Timeout time.Duration
+
+	// wowHead, in tests only, replaces WowKeyHead with layout=wow, so that
+	// concurrent tests on one server keep apart.
+	wowHead string
 }
 
 // Store is a commands.Store on Redis. It is safe for concurrent use.
 type Store struct {
 	target  target
 	opt     rueidis.ClientOption
-	keys    keyspace
+	layout  Layout
+	keys    keyCodec
 	timeout time.Duration
 	// waitTimeout bounds the WAIT after a batch's writes (?wait=N).
 	waitTimeout time.Duration
@@ -96,6 +101,10 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
 	}
+	keys, err := layoutKeys(t.layout, cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Retention < 0 {
 		return nil, fmt.Errorf("redis: negative retention %s", cfg.Retention)
 	}
@@ -108,12 +117,13 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	s := &Store{
 		target:      t,
 		opt:         clientOption(t, cfg.Timeout),
-		keys:        keyspace{prefix: cfg.KeyPrefix},
+		layout:      t.layout,
+		keys:        keys,
 		timeout:     cfg.Timeout,
 		waitTimeout: waitTimeout,
 		deadlines:   deadlines{timeout: cfg.Timeout + waitTimeout},
 		retention:   strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
-		scripts:     loadScripts(),
+		scripts:     loadScripts(t.layout),
 		composed:    t.topology == Cluster,
 		log:         cfg.Logger,
 	}
@@ -129,6 +139,22 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	}()
 	return s, nil
 }
+
+// layoutKeys is the key codec of layout. Wow's keys are fixed, so a key
+// prefix other than the default is refused with layout=wow rather than
+// silently ignored: an operator who set one expects it to be used.
+func layoutKeys(l Layout, cfg Config) (keyCodec, error) {
+	if l != LayoutWow {
+		return keyspace{prefix: cfg.KeyPrefix}, nil
+	}
+	if cfg.KeyPrefix != DefaultKeyPrefix {
+		return nil, fmt.Errorf("redis: --redis-key-prefix %q cannot apply with layout=wow: Wow's record keys are fixed (%s…}); leave the prefix at its default", cfg.KeyPrefix, WowKeyHead)
+	}
+	return wowKeys{head: cmp.Or(cfg.wowHead, WowKeyHead)}, nil
+}
+
+// Layout reports how the store keeps its records (?layout=).
+func (s *Store) Layout() Layout { return s.layout }
 
 // clientOption turns a parsed URL into rueidis options.
 func clientOption(t target, timeout time.Duration) rueidis.ClientOption {

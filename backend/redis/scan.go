@@ -79,8 +79,14 @@ func parseScanPos(pos []byte, kind byte, slotBytes int) (uint64, error) {
 // c (which routes each read to its slot's node). next is SCAN's cursor,
 // 0 when the node is done.
 func (s *Store) scanNode(ctx context.Context, c, node rueidis.Client, ns string, cursor uint64, count int) (backend.Page, uint64, error) {
-	prefix := s.keys.prefix + "{" + ns + ":"
-	entry, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(globEscape(prefix)+"*").Count(int64(count)).Build()).AsScanEntry()
+	scan := node.B().Scan().Cursor(cursor).Match(s.keys.scanMatch(ns)).Count(int64(count))
+	var cmd rueidis.Completed
+	if typ := s.keys.scanType(); typ != "" {
+		cmd = scan.Type(typ).Build()
+	} else {
+		cmd = scan.Build()
+	}
+	entry, err := node.Do(ctx, cmd).AsScanEntry()
 	if err != nil {
 		return backend.Page{}, 0, s.fail(ctx, "scan", err)
 	}
@@ -111,8 +117,11 @@ func (s *Store) scanNode(ctx context.Context, c, node rueidis.Client, ns string,
 		}
 		got, err := decodeMsg(OpGet, arr[0])
 		rec, found := got.Record, got.Found
-		if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
-			continue // someone else's key of another type under the prefix: no record
+		if re, ok := rueidis.IsRedisErr(err); ok && (strings.HasPrefix(re.Error(), "WRONGTYPE") || strings.HasPrefix(re.Error(), unreadable)) {
+			// Someone else's key of another type under the prefix, or
+			// (layout=wow) a hash that is not a record the sidecar can
+			// read: no record to list.
+			continue
 		}
 		if err != nil {
 			return backend.Page{}, 0, s.fail(ctx, "scan", err)
@@ -237,7 +246,7 @@ func globEscape(s string) string {
 
 // secretKey holds the store's secret. It is outside every record key's
 // layout (those go on with "{").
-func (s *Store) secretKey() string { return s.keys.prefix + "scan-secret" }
+func (s *Store) secretKey() string { return s.keys.secretKey() }
 
 // Secret implements commands.Store: the secret lives in Redis, under the
 // key prefix, written once (SET NX) by whichever sidecar comes first, so

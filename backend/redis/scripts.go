@@ -19,14 +19,25 @@ var (
 	reserveBody string
 	//go:embed lua/unreserve.lua
 	unreserveBody string
+	//go:embed lua/wow_block.lua
+	wowBlockLua string
+	//go:embed lua/wow_record.lua
+	wowRecordLua string
 )
 
 // Every PK operation runs in block.lua, self-contained. The two steps of a
 // key change across Cluster slots (rare) are record.lua (the record rules
 // as functions) followed by their body.
+// Wow's layout (layout=wow) has scripts of its own with the same
+// arguments and answers: wow_block.lua, and wow_record.lua's rules under the
+// same two bodies. So the Go side of every call is the same in both
+// layouts, and neither layout's scripts test which layout they are in.
 var (
 	reserveLua   = recordLua + reserveBody
 	unreserveLua = recordLua + unreserveBody
+
+	wowReserveLua   = wowRecordLua + reserveBody
+	wowUnreserveLua = wowRecordLua + unreserveBody
 )
 
 // script is one Lua script. Its Exec runs EVALSHA and, when the server
@@ -53,7 +64,14 @@ type scripts struct {
 	reserve, unreserve *script
 }
 
-func loadScripts() scripts {
+func loadScripts(l Layout) scripts {
+	if l == LayoutWow {
+		return scripts{
+			block:     newScript(wowBlockLua),
+			reserve:   newScript(wowReserveLua),
+			unreserve: newScript(wowUnreserveLua),
+		}
+	}
 	return scripts{
 		block:     newScript(blockLua),
 		reserve:   newScript(reserveLua),

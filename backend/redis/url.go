@@ -59,6 +59,8 @@ type target struct {
 	// them. waitTimeout bounds that wait; 0 means the backend timeout.
 	wait        int
 	waitTimeout time.Duration
+	// layout is how records are kept (?layout=prepkey|wow).
+	layout Layout
 }
 
 // parseURL reads the backend URL. It is written by hand because net/url
@@ -70,7 +72,8 @@ type target struct {
 //	redis+cluster://[user:pass@]host[:port],…
 //
 // redis:// and redis+sentinel:// (and their TLS forms) also take
-// ?wait=N[&wait-timeout=D]: see docs/redis.md, Replication.
+// ?wait=N[&wait-timeout=D]: see docs/redis.md, Replication. Every form
+// takes ?layout=prepkey|wow: see docs/redis.md, Wow layout.
 func parseURL(raw string) (target, error) {
 	var t target
 	scheme, rest, ok := strings.Cut(raw, "://")
@@ -195,6 +198,12 @@ func (t *target) setQuery(raw string) error {
 				return fmt.Errorf("wait-timeout=%q: want a positive duration such as 500ms or 2s", q.Get(k))
 			}
 			t.waitTimeout = d
+		case k == "layout":
+			l, err := parseLayout(q.Get(k))
+			if err != nil {
+				return err
+			}
+			t.layout = l
 		case t.topology == Cluster && (k == "wait" || k == "wait-timeout"):
 			return fmt.Errorf("%s is not supported on redis+cluster:// (a batch's writes go to several masters; see docs/redis.md)", k)
 		default:

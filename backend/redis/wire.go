@@ -165,7 +165,7 @@ func (t *countSink) argBytes([]byte)    { t.args++ }
 // respSink appends a block's keys (keys set) or its arguments as RESP
 // bulk strings, straight from the ops' buffers.
 type respSink struct {
-	ks   keyspace
+	ks   keyCodec
 	dst  []byte
 	keys bool
 }
