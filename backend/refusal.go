@@ -9,3 +9,10 @@ package backend
 type Refusal struct{ Text string }
 
 func (e *Refusal) Error() string { return e.Text }
+
+// The refusals both stores' layout=wow answer alike: Wow's PrepareKey names
+// and keys are Kotlin strings, so they must be valid UTF-8.
+var (
+	ErrKeyNotUTF8       = &Refusal{Text: "ERR key is not valid UTF-8 (layout=wow)"}
+	ErrNamespaceNotUTF8 = &Refusal{Text: "ERR namespace is not valid UTF-8 (layout=wow)"}
+)

@@ -49,10 +49,10 @@ var (
 // Wow's keys are Kotlin strings and BSON strings are UTF-8.
 func wowID(ns string, key []byte) (string, error) {
 	if !utf8.ValidString(ns) {
-		return "", &backend.Refusal{Text: errWowNamespace}
+		return "", backend.ErrNamespaceNotUTF8
 	}
 	if !utf8.Valid(key) {
-		return "", &backend.Refusal{Text: errWowKey}
+		return "", backend.ErrKeyNotUTF8
 	}
 	return string(key), nil
 }

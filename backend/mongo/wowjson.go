@@ -23,12 +23,10 @@ import (
 // plain; and because the way back must be Jackson's compact style, in the
 // stored field order.
 
-// Replies to a command whose arguments layout=wow cannot store. The first
-// three are shared word for word with the Redis store's layout=wow.
+// Replies to a command whose arguments layout=wow cannot store in MongoDB
+// (the UTF-8 ones, shared with the Redis store, are package backend's).
 const (
 	errWowNotJSON    = "ERR value is not valid JSON (layout=wow)"
-	errWowKey        = "ERR key is not valid UTF-8 (layout=wow)"
-	errWowNamespace  = "ERR namespace is not valid UTF-8 (layout=wow)"
 	errWowBSONPrefix = "ERR value cannot be stored in MongoDB (layout=wow): "
 	errWowStored     = "ERR stored value is not JSON (layout=wow): "
 )

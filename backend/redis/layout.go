@@ -133,29 +133,16 @@ func (k wowKeys) scanType() string { return "hash" }
 // is the sidecar's, not a record Wow would read.
 func (k wowKeys) secretKey() string { return DefaultKeyPrefix + "wow-scan-secret" }
 
-// The errors of a key or namespace that Wow's layout cannot hold: Wow's
-// names and keys are Kotlin strings, so they must be valid UTF-8. The
-// MongoDB store's layout=wow answers the same words.
-const (
-	ErrWowKeyUTF8       = "ERR key is not valid UTF-8 (layout=wow)"
-	ErrWowNamespaceUTF8 = "ERR namespace is not valid UTF-8 (layout=wow)"
-)
-
-// wowArgError is a client's argument that layout=wow cannot hold; its text
-// is the whole error reply.
-type wowArgError string
-
-func (e wowArgError) Error() string { return string(e) }
-
-// checkWowOp refuses an op whose namespace or keys are not valid UTF-8.
+// checkWowOp refuses an op whose namespace or keys are not valid UTF-8,
+// with the refusals the MongoDB store's layout=wow answers too.
 func checkWowOp(op *backend.Op) error {
 	check := func(ns string, keys ...[]byte) error {
 		if !utf8.ValidString(ns) {
-			return wowArgError(ErrWowNamespaceUTF8)
+			return backend.ErrNamespaceNotUTF8
 		}
 		for _, k := range keys {
 			if !utf8.Valid(k) {
-				return wowArgError(ErrWowKeyUTF8)
+				return backend.ErrKeyNotUTF8
 			}
 		}
 		return nil

@@ -108,9 +108,9 @@ func TestWowArgCheck(t *testing.T) {
 		{Kind: backend.OpMove, NS: "n", Key: bad, OldKey: good},
 		{Kind: backend.OpMPrepare, Entries: []backend.Entry{{NS: "n", Key: good}, {NS: "m", Key: bad}}},
 	} {
-		require.EqualError(t, check(&op), ErrWowKeyUTF8, "%+v", op)
+		require.EqualError(t, check(&op), backend.ErrKeyNotUTF8.Text, "%+v", op)
 	}
-	require.EqualError(t, check(&backend.Op{Kind: backend.OpGet, NS: "\xff", Key: good}), ErrWowNamespaceUTF8)
+	require.EqualError(t, check(&backend.Op{Kind: backend.OpGet, NS: "\xff", Key: good}), backend.ErrNamespaceNotUTF8.Text)
 	require.NoError(t, check(&backend.Op{Kind: backend.OpPrepare, NS: "n", Key: good, Value: []byte("\xff")}),
 		"values are bytes in Redis: JSON is the client's to send")
 }
