@@ -32,15 +32,18 @@ import (
 // driver's own (relaxed Extended JSON) reader, as Wow does with its BSON
 // library, not with the sidecar's converter.
 
-// wowForeverMs is Wow's ttlAt of a record that never expires.
-const wowForeverMs = 148204944000000
+// wowForeverMs is Wow's ttlAt of a record that never expires
+// (6666-06-06T00:00:00Z), in Redis and (as a Date) in MongoDB.
+const wowForeverMs int64 = 148204944000000
 
-// wowService is the double: one Wow service on database db.
-type wowService struct {
+// wowMongoService is the double: one Wow service on database db.
+type wowMongoService struct {
 	db *mongodrv.Database
 }
 
-func (w wowService) coll(name string) *mongodrv.Collection { return w.db.Collection("prepare_" + name) }
+func (w wowMongoService) coll(name string) *mongodrv.Collection {
+	return w.db.Collection("prepare_" + name)
+}
 
 // bsonOf is the BSON value of a JSON text, as Wow's BSON library makes it.
 func bsonOf(t testing.TB, json string) bson.RawValue {
@@ -52,7 +55,7 @@ func bsonOf(t testing.TB, json string) bson.RawValue {
 
 // prepare is Wow's prepare: replace a record whose ttlAt is past, else
 // insert; a duplicate key means the key is held.
-func (w wowService) prepare(t testing.TB, name, key, json string, ttlAt time.Time) (bool, error) {
+func (w wowMongoService) prepare(t testing.TB, name, key, json string, ttlAt time.Time) (bool, error) {
 	now := time.Now()
 	doc := bson.D{{Key: "_id", Value: key}, {Key: "value", Value: bsonOf(t, json)}, {Key: "ttlAt", Value: bson.NewDateTimeFromTime(ttlAt)}}
 	_, err := w.coll(name).ReplaceOne(ctx(), bson.D{{Key: "_id", Value: key}, {Key: "ttlAt", Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(now)}}}},
@@ -64,21 +67,21 @@ func (w wowService) prepare(t testing.TB, name, key, json string, ttlAt time.Tim
 }
 
 // rollbackValue is Wow's rollback(value).
-func (w wowService) rollbackValue(t testing.TB, name, key, json string) bool {
+func (w wowMongoService) rollbackValue(t testing.TB, name, key, json string) bool {
 	res, err := w.coll(name).DeleteOne(ctx(), bson.D{{Key: "_id", Value: key}, {Key: "value", Value: bsonOf(t, json)}})
 	require.NoError(t, err)
 	return res.DeletedCount == 1
 }
 
 // rollback is Wow's rollback(): a live record only.
-func (w wowService) rollback(t testing.TB, name, key string) bool {
+func (w wowMongoService) rollback(t testing.TB, name, key string) bool {
 	res, err := w.coll(name).DeleteOne(ctx(), bson.D{{Key: "_id", Value: key}, {Key: "ttlAt", Value: bson.D{{Key: "$gt", Value: bson.NewDateTimeFromTime(time.Now())}}}})
 	require.NoError(t, err)
 	return res.DeletedCount == 1
 }
 
 // reprepare is Wow's reprepare(value[, old]).
-func (w wowService) reprepare(t testing.TB, name, key, json string, ttlAt time.Time, old *string) bool {
+func (w wowMongoService) reprepare(t testing.TB, name, key, json string, ttlAt time.Time, old *string) bool {
 	filter := bson.D{{Key: "_id", Value: key}}
 	if old != nil {
 		filter = append(filter, bson.E{Key: "value", Value: bsonOf(t, *old)})
@@ -89,7 +92,7 @@ func (w wowService) reprepare(t testing.TB, name, key, json string, ttlAt time.T
 }
 
 // getValue is Wow's getValue: the record as stored, fields in order.
-func (w wowService) getValue(t testing.TB, name, key string) (bson.D, bool) {
+func (w wowMongoService) getValue(t testing.TB, name, key string) (bson.D, bool) {
 	var d bson.D
 	err := w.coll(name).FindOne(ctx(), bson.D{{Key: "_id", Value: key}}).Decode(&d)
 	if errors.Is(err, mongodrv.ErrNoDocuments) {
@@ -104,7 +107,7 @@ var wowForever = time.UnixMilli(wowForeverMs)
 // wowMongo starts a sidecar in layout=wow on a fresh database and a Wow
 // service on the same database. Without a MongoDB server it skips (fails
 // on CI).
-func wowMongo(t *testing.T, args ...string) (*sidecar, wowService, string) {
+func wowMongo(t *testing.T, args ...string) (*sidecar, wowMongoService, string) {
 	t.Helper()
 	url := os.Getenv("MONGO_URI")
 	if url == "" {
@@ -133,7 +136,7 @@ func wowMongo(t *testing.T, args ...string) (*sidecar, wowService, string) {
 		_ = db.Drop(c)
 		_ = client.Disconnect(c)
 	})
-	return s, wowService{db: db}, url
+	return s, wowMongoService{db: db}, url
 }
 
 // TestWowMongoInterop: each side sees, refuses, releases, replaces and
@@ -376,7 +379,7 @@ func TestWowMongoRace(t *testing.T) {
 	})
 }
 
-func raceWow(t *testing.T, s *sidecar, wow wowService, ns string, expired bool) {
+func raceWow(t *testing.T, s *sidecar, wow wowMongoService, ns string, expired bool) {
 	const keys = 40
 	if expired {
 		until := time.Now().Add(200 * time.Millisecond)
@@ -598,7 +601,7 @@ func sidecarLinOp(c *redis.Client, ns string, keys []string, in linIn) linOut {
 }
 
 // wowLinOp runs in as the Wow service's operation.
-func wowLinOp(t *testing.T, wow wowService, ns string, keys []string, in linIn) linOut {
+func wowLinOp(t *testing.T, wow wowMongoService, ns string, keys []string, in linIn) linOut {
 	key := keys[in.Key]
 	ttlAt := wowForever
 	if in.TTL != 0 {

@@ -22,13 +22,10 @@ import (
 // standalone, Sentinel and Cluster, and each side sees, refuses, releases,
 // replaces and takes over the other's reservations.
 //
-// wowService is that Wow service, written from the facts of Wow's layout
+// wowRedisService is that Wow service, written from the facts of Wow's layout
 // (../shared/WOW-LAYOUT.md), not from Wow's source: its Redis operations as
 // Lua scripts run with EVAL on the record's key, answering 1 for true and
 // nil for false, its clock the test's (the JVM's), forever 148204944000000.
-
-// wowForever is Wow's forever ttlAt (6666-06-06T00:00:00Z).
-const wowForever int64 = 148204944000000
 
 // Wow's scripts. KEYS[1] is the record's key.
 var (
@@ -62,8 +59,8 @@ end
 return nil`)
 )
 
-// wowService plays a Wow service on the sidecar's Redis.
-type wowService struct {
+// wowRedisService plays a Wow service on the sidecar's Redis.
+type wowRedisService struct {
 	t testing.TB
 	c redis.UniversalClient
 }
@@ -77,7 +74,7 @@ func wowKey(name, key string) string {
 func wowNow() int64 { return time.Now().UnixMilli() }
 
 // flag reads a Wow script's answer: 1 true, nil false.
-func (w *wowService) flag(r *redis.Cmd) bool {
+func (w *wowRedisService) flag(r *redis.Cmd) bool {
 	w.t.Helper()
 	v, err := r.Result()
 	if errors.Is(err, redis.Nil) {
@@ -88,34 +85,34 @@ func (w *wowService) flag(r *redis.Cmd) bool {
 	return true
 }
 
-func (w *wowService) prepare(name, key, value string, ttlAt int64) bool {
+func (w *wowRedisService) prepare(name, key, value string, ttlAt int64) bool {
 	w.t.Helper()
 	return w.flag(wowPrepareLua.Run(ctx(), w.c, []string{wowKey(name, key)}, wowNow(), ttlAt, value))
 }
 
-func (w *wowService) rollback(name, key string) bool {
+func (w *wowRedisService) rollback(name, key string) bool {
 	w.t.Helper()
 	return w.flag(wowRollbackNowLua.Run(ctx(), w.c, []string{wowKey(name, key)}, wowNow()))
 }
 
-func (w *wowService) rollbackValue(name, key, value string) bool {
+func (w *wowRedisService) rollbackValue(name, key, value string) bool {
 	w.t.Helper()
 	return w.flag(wowRollbackValueLua.Run(ctx(), w.c, []string{wowKey(name, key)}, value))
 }
 
-func (w *wowService) reprepare(name, key, value string, ttlAt int64) bool {
+func (w *wowRedisService) reprepare(name, key, value string, ttlAt int64) bool {
 	w.t.Helper()
 	return w.flag(wowReprepareLua.Run(ctx(), w.c, []string{wowKey(name, key)}, ttlAt, value))
 }
 
-func (w *wowService) reprepareIf(name, key, value, oldValue string, ttlAt int64) bool {
+func (w *wowRedisService) reprepareIf(name, key, value, oldValue string, ttlAt int64) bool {
 	w.t.Helper()
 	return w.flag(wowReprepareIfLua.Run(ctx(), w.c, []string{wowKey(name, key)}, ttlAt, value, oldValue))
 }
 
 // getValue is Wow's HGETALL read: the value and ttlAt of a live record
 // (expired when ttlAt < now), ok false otherwise.
-func (w *wowService) getValue(name, key string) (value string, ttlAt int64, ok bool) {
+func (w *wowRedisService) getValue(name, key string) (value string, ttlAt int64, ok bool) {
 	w.t.Helper()
 	h, err := w.c.HGetAll(ctx(), wowKey(name, key)).Result()
 	require.NoError(w.t, err)
@@ -132,7 +129,7 @@ func (w *wowService) getValue(name, key string) (value string, ttlAt int64, ok b
 
 // keyChange is Wow's client-side key change: prepare the new key, then
 // roll back the old one with its value; if that fails, release the new.
-func (w *wowService) keyChange(name, oldKey, oldValue, newKey, newValue string, ttlAt int64) bool {
+func (w *wowRedisService) keyChange(name, oldKey, oldValue, newKey, newValue string, ttlAt int64) bool {
 	w.t.Helper()
 	if !w.prepare(name, newKey, newValue, ttlAt) {
 		return false
@@ -195,12 +192,12 @@ func wowTopologies(t testing.TB) []wowTopology {
 
 // eachWowTopology runs f with a sidecar on layout=wow and a Wow service on
 // the same Redis, per topology.
-func eachWowTopology(t *testing.T, f func(t *testing.T, s *sidecar, w *wowService)) {
+func eachWowTopology(t *testing.T, f func(t *testing.T, s *sidecar, w *wowRedisService)) {
 	for _, top := range wowTopologies(t) {
 		t.Run(top.name, func(t *testing.T) {
 			t.Parallel()
 			s := start(t, "--backend", top.url, "--expired-retention", "1h")
-			f(t, s, &wowService{t: t, c: top.client(t)})
+			f(t, s, &wowRedisService{t: t, c: top.client(t)})
 		})
 	}
 }
@@ -208,7 +205,7 @@ func eachWowTopology(t *testing.T, f func(t *testing.T, s *sidecar, w *wowServic
 // TestWowSharesReservations: each side sees, refuses, releases and
 // replaces the other's reservations, and takes them over after expiry.
 func TestWowSharesReservations(t *testing.T) {
-	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowService) {
+	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowRedisService) {
 		c, ns := s.client(t, 2), uniqueNS(t)
 		do := func(args ...any) any {
 			t.Helper()
@@ -221,7 +218,7 @@ func TestWowSharesReservations(t *testing.T) {
 		}
 
 		// Wow holds alice: the sidecar sees it and is refused.
-		require.True(t, w.prepare(ns, "alice", `"u1"`, wowForever))
+		require.True(t, w.prepare(ns, "alice", `"u1"`, wowForeverMs))
 		require.Equal(t, `"u1"`, do("PK.GET", ns, "alice"))
 		require.Equal(t, []any{`"u1"`, int64(-1)}, do("PK.GETVALUE", ns, "alice"))
 		require.Equal(t, int64(0), do("PK.PREPARE", ns, "alice", `"s1"`))
@@ -231,8 +228,8 @@ func TestWowSharesReservations(t *testing.T) {
 		v, ttlAt, ok := w.getValue(ns, "alice")
 		require.True(t, ok)
 		require.Equal(t, `"s1"`, v)
-		require.Equal(t, wowForever, ttlAt, "forever is written as Wow's constant")
-		require.False(t, w.prepare(ns, "alice", `"u2"`, wowForever))
+		require.Equal(t, wowForeverMs, ttlAt, "forever is written as Wow's constant")
+		require.False(t, w.prepare(ns, "alice", `"u2"`, wowForeverMs))
 		// Wow releases it with the sidecar's value; the sidecar sees none.
 		require.False(t, w.rollbackValue(ns, "alice", `"u1"`))
 		require.True(t, w.rollbackValue(ns, "alice", `"s1"`))
@@ -245,35 +242,35 @@ func TestWowSharesReservations(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, `{"id":2}`, v)
 		require.InDelta(t, wowNow()+3600_000, ttlAt, 5000)
-		require.False(t, w.prepare(ns, "bob", `{"id":3}`, wowForever))
-		require.False(t, w.reprepareIf(ns, "bob", `{"id":3}`, `{"id":9}`, wowForever))
-		require.True(t, w.reprepareIf(ns, "bob", `{"id":3}`, `{"id":2}`, wowForever))
+		require.False(t, w.prepare(ns, "bob", `{"id":3}`, wowForeverMs))
+		require.False(t, w.reprepareIf(ns, "bob", `{"id":3}`, `{"id":9}`, wowForeverMs))
+		require.True(t, w.reprepareIf(ns, "bob", `{"id":3}`, `{"id":2}`, wowForeverMs))
 		require.Equal(t, []any{`{"id":3}`, int64(-1)}, do("PK.GETVALUE", ns, "bob"))
-		require.True(t, w.reprepare(ns, "bob", `{"id":4}`, wowForever))
+		require.True(t, w.reprepare(ns, "bob", `{"id":4}`, wowForeverMs))
 		require.Equal(t, `{"id":4}`, do("PK.GET", ns, "bob"))
 		// Wow's rollback(now) of the sidecar's live record.
 		require.True(t, w.rollback(ns, "bob"))
 		require.Nil(t, do("PK.GET", ns, "bob"))
 
 		// Release by the sidecar of Wow's reservations.
-		require.True(t, w.prepare(ns, "carol", `"u3"`, wowForever))
+		require.True(t, w.prepare(ns, "carol", `"u3"`, wowForeverMs))
 		require.Equal(t, int64(0), do("PK.ROLLBACK", ns, "carol", "IFEQ", `"u4"`))
 		require.Equal(t, int64(1), do("PK.ROLLBACK", ns, "carol", "IFEQ", `"u3"`))
 		_, _, ok = w.getValue(ns, "carol")
 		require.False(t, ok)
-		require.True(t, w.prepare(ns, "carol", `"u3"`, wowForever))
+		require.True(t, w.prepare(ns, "carol", `"u3"`, wowForeverMs))
 
 		// Takeover after expiry, both ways.
 		short := wowNow() + 300
 		require.True(t, w.prepare(ns, "dave", `"w"`, short))
 		require.Equal(t, int64(1), do("PK.PREPARE", ns, "erin", `"s"`, "PXAT", strconv.FormatInt(short, 10)))
 		require.Equal(t, int64(0), do("PK.PREPARE", ns, "dave", `"s"`))
-		require.False(t, w.prepare(ns, "erin", `"w"`, wowForever))
+		require.False(t, w.prepare(ns, "erin", `"w"`, wowForeverMs))
 		time.Sleep(time.Until(time.UnixMilli(short + 20)))
 		require.Equal(t, []any{`"w"`, short}, do("PK.GETVALUE", ns, "dave"), "expired, retained")
 		require.Nil(t, do("PK.GET", ns, "dave"))
 		require.Equal(t, int64(1), do("PK.PREPARE", ns, "dave", `"s"`))
-		require.True(t, w.prepare(ns, "erin", `"w"`, wowForever))
+		require.True(t, w.prepare(ns, "erin", `"w"`, wowForeverMs))
 		require.Equal(t, []any{`"w"`, int64(-1)}, do("PK.GETVALUE", ns, "erin"))
 		v, _, ok = w.getValue(ns, "dave")
 		require.True(t, ok)
@@ -284,7 +281,7 @@ func TestWowSharesReservations(t *testing.T) {
 // TestWowKeyChangeAndMPrepare: the sidecar's key change and MPREPARE over
 // Wow's records, and Wow's key change over the sidecar's.
 func TestWowKeyChangeAndMPrepare(t *testing.T) {
-	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowService) {
+	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowRedisService) {
 		c, ns := s.client(t, 2), uniqueNS(t)
 		do := func(args ...any) (any, error) {
 			v, err := c.Do(ctx(), args...).Result()
@@ -300,16 +297,16 @@ func TestWowKeyChangeAndMPrepare(t *testing.T) {
 			require.Equal(t, want, v, "%v", args)
 		}
 
-		require.True(t, w.prepare(ns, "old", `"u1"`, wowForever))
+		require.True(t, w.prepare(ns, "old", `"u1"`, wowForeverMs))
 		ok(int64(1), "PK.REPREPARE", ns, "new", `"u1"`, "FROM", "old", "IFEQ", `"u1"`)
 		_, _, held := w.getValue(ns, "old")
 		require.False(t, held)
 		v, ttlAt, held := w.getValue(ns, "new")
 		require.True(t, held)
 		require.Equal(t, `"u1"`, v)
-		require.Equal(t, wowForever, ttlAt)
+		require.Equal(t, wowForeverMs, ttlAt)
 
-		require.True(t, w.prepare(ns, "taken", `"w"`, wowForever))
+		require.True(t, w.prepare(ns, "taken", `"w"`, wowForeverMs))
 		ok(int64(0), "PK.REPREPARE", ns, "taken", `"u1"`, "FROM", "new", "IFEQ", `"u1"`)
 		_, err := do("PK.REPREPARE", ns, "free", `"u1"`, "FROM", "new", "IFEQ", `"u2"`)
 		require.EqualError(t, err, "MISMATCH old key has no record with that value")
@@ -321,15 +318,15 @@ func TestWowKeyChangeAndMPrepare(t *testing.T) {
 		require.False(t, held, "all or none")
 		require.True(t, w.rollbackValue(ns, "taken", `"w"`))
 		ok(int64(1), "PK.MPREPARE", "2", ns, "m1", `"a"`, ns, "taken", `"b"`)
-		require.False(t, w.prepare(ns, "m1", `"w"`, wowForever))
+		require.False(t, w.prepare(ns, "m1", `"w"`, wowForeverMs))
 		v, _, _ = w.getValue(ns, "taken")
 		require.Equal(t, `"b"`, v)
 
 		// Wow's key change over the sidecar's record.
 		ok(int64(1), "PK.PREPARE", ns, "p", `"v"`)
-		require.False(t, w.keyChange(ns, "p", `"other"`, "q", `"v"`, wowForever))
+		require.False(t, w.keyChange(ns, "p", `"other"`, "q", `"v"`, wowForeverMs))
 		ok(nil, "PK.GET", ns, "q")
-		require.True(t, w.keyChange(ns, "p", `"v"`, "q", `"v"`, wowForever))
+		require.True(t, w.keyChange(ns, "p", `"v"`, "q", `"v"`, wowForeverMs))
 		ok(nil, "PK.GET", ns, "p")
 		ok([]any{`"v"`, int64(-1)}, "PK.GETVALUE", ns, "q")
 	})
@@ -339,18 +336,18 @@ func TestWowKeyChangeAndMPrepare(t *testing.T) {
 // an expired one while retained), and skips what is not a record of the
 // namespace.
 func TestWowScan(t *testing.T) {
-	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowService) {
+	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowRedisService) {
 		c, ns := s.client(t, 2), uniqueNS(t)
 		want := map[string]string{}
 		for i := range 12 {
 			k := fmt.Sprintf("k%02d", i)
-			require.True(t, w.prepare(ns, k, fmt.Sprintf(`"v%d"`, i), wowForever))
+			require.True(t, w.prepare(ns, k, fmt.Sprintf(`"v%d"`, i), wowForeverMs))
 			want[k] = fmt.Sprintf(`"v%d" -1`, i)
 		}
 		past := wowNow() - 1000
 		require.True(t, w.prepare(ns, "expired", `"x"`, past))
 		want["expired"] = fmt.Sprintf(`"x" %d`, past)
-		require.True(t, w.prepare(ns+"x", "other", `"o"`, wowForever))      // another name
+		require.True(t, w.prepare(ns+"x", "other", `"o"`, wowForeverMs))    // another name
 		require.NoError(t, w.c.Set(ctx(), wowKey(ns, "str"), "x", 0).Err()) // another type
 		require.NoError(t, w.c.HSet(ctx(), wowKey(ns, "bad"), "ttlAt", "soon", "value", `"b"`).Err())
 
@@ -376,7 +373,7 @@ func TestWowScan(t *testing.T) {
 // own, race for each of many keys: exactly one wins each, and the record
 // holds the winner's value.
 func TestWowRace(t *testing.T) {
-	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowService) {
+	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowRedisService) {
 		ns := uniqueNS(t)
 		const keys = 60
 		sideWins, wowWins := make([]bool, keys), make([]bool, keys)
@@ -393,7 +390,7 @@ func TestWowRace(t *testing.T) {
 			})
 			wg.Go(func() {
 				<-startGun
-				wowWins[k] = w.prepare(ns, key, `"wow"`, wowForever)
+				wowWins[k] = w.prepare(ns, key, `"wow"`, wowForeverMs)
 			})
 		}
 		close(startGun)
@@ -414,13 +411,13 @@ func TestWowRace(t *testing.T) {
 // TestWowUnusualRecords: Wow records the sidecar reads as the contract
 // says for what it can read, and never overwrites while they may be live.
 func TestWowUnusualRecords(t *testing.T) {
-	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowService) {
+	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowRedisService) {
 		c, ns := s.client(t, 2), uniqueNS(t)
 		// No ttlAt: 0, expired; a prepare takes it over, as Wow's does.
 		require.NoError(t, w.c.HSet(ctx(), wowKey(ns, "nottl"), "value", `"w"`).Err())
 		require.Equal(t, redis.Nil, c.Do(ctx(), "PK.GETVALUE", ns, "nottl").Err())
 		require.Equal(t, int64(1), c.Do(ctx(), "PK.PREPARE", ns, "nottl", `"s"`).Val())
-		require.Equal(t, map[string]string{"ttlAt": strconv.FormatInt(wowForever, 10), "value": `"s"`},
+		require.Equal(t, map[string]string{"ttlAt": strconv.FormatInt(wowForeverMs, 10), "value": `"s"`},
 			w.c.HGetAll(ctx(), wowKey(ns, "nottl")).Val())
 
 		// A ttlAt that is not a number: held, unreadable, never overwritten.
@@ -448,7 +445,7 @@ func TestWowUnusualRecords(t *testing.T) {
 // -ERR in every key argument, alone, pipelined and in MULTI, and nothing
 // is stored.
 func TestWowUTF8(t *testing.T) {
-	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowService) {
+	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowRedisService) {
 		r, ns := s.raw(t), uniqueNS(t)
 		bad := "k\xff\xfe"
 		const refused = "-ERR key is not valid UTF-8 (layout=wow)\r\n"
@@ -483,9 +480,9 @@ func TestWowUTF8(t *testing.T) {
 // TestWowTransaction: MULTI/EXEC and pipelines in layout=wow, on Wow's
 // records (a Cluster runs a block in one slot: a key's own, here).
 func TestWowTransaction(t *testing.T) {
-	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowService) {
+	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowRedisService) {
 		c, ns := s.client(t, 2), uniqueNS(t)
-		require.True(t, w.prepare(ns, "a", `"w"`, wowForever))
+		require.True(t, w.prepare(ns, "a", `"w"`, wowForeverMs))
 		cmds, err := c.TxPipelined(ctx(), func(p redis.Pipeliner) error {
 			p.Do(ctx(), "PK.PREPARE", ns, "a", `"s"`)
 			p.Do(ctx(), "PK.REPREPARE", ns, "a", `"s"`, "IFEQ", `"w"`)
@@ -499,7 +496,7 @@ func TestWowTransaction(t *testing.T) {
 
 		// A pipeline of many commands: Wow-held keys refused, free ones won.
 		for i := range 10 {
-			require.True(t, w.prepare(ns, fmt.Sprintf("held%d", i), `"w"`, wowForever))
+			require.True(t, w.prepare(ns, fmt.Sprintf("held%d", i), `"w"`, wowForeverMs))
 		}
 		cmds, err = c.Pipelined(ctx(), func(p redis.Pipeliner) error {
 			for i := range 10 {
@@ -512,7 +509,7 @@ func TestWowTransaction(t *testing.T) {
 		for i := range 10 {
 			require.Equal(t, int64(0), cmds[2*i].(*redis.Cmd).Val())
 			require.Equal(t, int64(1), cmds[2*i+1].(*redis.Cmd).Val())
-			require.False(t, w.prepare(ns, fmt.Sprintf("free%d", i), `"w"`, wowForever))
+			require.False(t, w.prepare(ns, fmt.Sprintf("free%d", i), `"w"`, wowForeverMs))
 		}
 	})
 }

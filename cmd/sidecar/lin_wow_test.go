@@ -15,7 +15,7 @@ import (
 
 // TestLinearizableWow checks a mixed history for linearizability: sidecar
 // clients (through the binary, --backend …?layout=wow) and Wow service
-// clients (wowService's scripts, EVAL on the same Redis) race over a few
+// clients (wowRedisService's scripts, EVAL on the same Redis) race over a few
 // keys of one namespace, each on a connection of its own, and porcupine
 // decides whether one order of atomic commands explains every reply, with
 // the model of lin_model_test.go.
