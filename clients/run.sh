@@ -9,7 +9,8 @@
 # needs.
 #
 #   clients/run.sh            # all of them
-#   clients/run.sh python     # some: python go ioredis node-redis ruby php python-helper node-helper node-helper-types
+#   clients/run.sh python     # some: python go ioredis node-redis ruby php
+#                             #   python-helper python-redis6-helper node-helper node-helper-types
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +52,7 @@ freeport() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(python go ioredis node-redis ruby php python-helper node-helper node-helper-types)
+[ ${#names[@]} -gt 0 ] || names=(python go ioredis node-redis ruby php python-helper python-redis6-helper node-helper node-helper-types)
 
 serve example --backend "file:$dir/data"
 example_addr=$addr
@@ -86,6 +87,9 @@ declare -A suite=(
 	[ruby]="ruby clients/ruby/example.rb"
 	[php]="php clients/php/example.php"
 	[python-helper]="/usr/bin/python3 -m unittest discover -s clients/python/prepkey/tests -t clients/python/prepkey"
+	# The same with redis-py 6 (Debian 13's, unpacked by scripts/deps.sh):
+	# RESP2 and RESP3.
+	[python-redis6-helper]="env PYTHONPATH=${XDG_CACHE_HOME:-$HOME/.cache}/prepkey/python3-redis-trixie/usr/lib/python3/dist-packages /usr/bin/python3 -m unittest discover -s clients/python/prepkey/tests -t clients/python/prepkey"
 	[node-helper]="node --test --test-reporter=spec clients/node/prepkey/test/errors.test.js clients/node/prepkey/test/operations.test.js clients/node/prepkey/test/using-prepare.test.js"
 	# tsc over index.d.ts and a usage file: no sidecar, so once (50-80 s).
 	[node-helper-types]="node --test --test-reporter=spec clients/node/prepkey/test/types.test.js"

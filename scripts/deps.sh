@@ -44,6 +44,31 @@ if [ ${#missing[@]} -gt 0 ]; then
 	fi
 fi
 
+# redis-py 6 for the Python helper's RESP3 run (clients/run.sh
+# python-redis6-helper): Debian 12's python3-redis (4.3) speaks only RESP2.
+# Debian 13's package (pure Python) is fetched by apt-get from the mirror
+# this machine's Debian 12 sources name, with an apt configuration of its own
+# (the machine's sources and packages are not touched), and unpacked, not
+# installed, into a cache that clients/run.sh puts on PYTHONPATH.
+pyredis6=${XDG_CACHE_HOME:-$HOME/.cache}/prepkey/python3-redis-trixie
+if [ ! -f "$pyredis6/usr/lib/python3/dist-packages/redis/__init__.py" ]; then
+	mirror=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null | awk '$2 == "bookworm" {print $1; exit}')
+	if [ "$(id -u)" -ne 0 ] || [ -z "$mirror" ]; then
+		echo "make test needs redis-py 6 for the Python helper's RESP3 tests: run scripts/deps.sh as root on Debian 12" >&2
+		exit 1
+	fi
+	echo "== redis-py from Debian 13's python3-redis into $pyredis6"
+	tmp=$(mktemp -d)
+	mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" >"$tmp/sources.list"
+	apt=(-o "Dir::Etc::sourcelist=$tmp/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::lists=$tmp/lists" -o "Dir::Cache=$tmp/cache" -o APT::Sandbox::User=root)
+	apt-get "${apt[@]}" update -qq
+	(cd "$tmp" && apt-get "${apt[@]}" download -qq python3-redis)
+	rm -rf "$pyredis6" && mkdir -p "$pyredis6"
+	dpkg -x "$tmp"/python3-redis_*.deb "$pyredis6"
+	rm -rf "$tmp"
+fi
+
 if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
 	echo "make test needs Node.js 20 or later with npm (for clients/node)" >&2
 	exit 1
