@@ -102,7 +102,7 @@ func (w wowMongoService) getValue(t testing.TB, name, key string) (bson.D, bool)
 	return d, true
 }
 
-var wowForever = time.UnixMilli(wowForeverMs)
+var wowForeverDate = time.UnixMilli(wowForeverMs)
 
 // wowMongo starts a sidecar in layout=wow on a fresh database and a Wow
 // service on the same database. Without a MongoDB server it skips (fails
@@ -148,7 +148,7 @@ func TestWowMongoInterop(t *testing.T) {
 
 	t.Run("each sees and refuses the other's", func(t *testing.T) {
 		ns := uniqueNS(t)
-		ok, err := wow.prepare(t, ns, "alice", `{"userId":"42","n":1}`, wowForever)
+		ok, err := wow.prepare(t, ns, "alice", `{"userId":"42","n":1}`, wowForeverDate)
 		require.NoError(t, err)
 		require.True(t, ok)
 		check(t, c, `{"userId":"42","n":1}`, "PK.GET", ns, "alice")
@@ -157,7 +157,7 @@ func TestWowMongoInterop(t *testing.T) {
 
 		ttlAt := time.Now().Add(time.Hour).Truncate(time.Millisecond)
 		check(t, c, int64(1), "PK.PREPARE", ns, "bob", `{"userId":"7"}`, "PXAT", fmt.Sprint(ttlAt.UnixMilli()))
-		ok, err = wow.prepare(t, ns, "bob", `{"userId":"8"}`, wowForever)
+		ok, err = wow.prepare(t, ns, "bob", `{"userId":"8"}`, wowForeverDate)
 		require.NoError(t, err)
 		require.False(t, ok, "Wow took the sidecar's reservation")
 		doc, found := wow.getValue(t, ns, "bob")
@@ -171,7 +171,7 @@ func TestWowMongoInterop(t *testing.T) {
 
 	t.Run("each releases the other's", func(t *testing.T) {
 		ns := uniqueNS(t)
-		ok, err := wow.prepare(t, ns, "w", `"wv"`, wowForever)
+		ok, err := wow.prepare(t, ns, "w", `"wv"`, wowForeverDate)
 		require.NoError(t, err)
 		require.True(t, ok)
 		check(t, c, int64(1), "PK.PREPARE", ns, "s", `"sv"`, "EX", "3600")
@@ -192,8 +192,8 @@ func TestWowMongoInterop(t *testing.T) {
 		ns := uniqueNS(t)
 		check(t, c, int64(1), "PK.PREPARE", ns, "k", `{"v":1}`)
 		old, wrong := `{"v":1}`, `{"v":9}`
-		require.False(t, wow.reprepare(t, ns, "k", `{"v":2}`, wowForever, &wrong))
-		require.True(t, wow.reprepare(t, ns, "k", `{"v":2}`, wowForever, &old))
+		require.False(t, wow.reprepare(t, ns, "k", `{"v":2}`, wowForeverDate, &wrong))
+		require.True(t, wow.reprepare(t, ns, "k", `{"v":2}`, wowForeverDate, &old))
 		check(t, c, `{"v":2}`, "PK.GET", ns, "k")
 		check(t, c, int64(0), "PK.REPREPARE", ns, "k", `{"v":3}`, "IFEQ", `{"v":1}`)
 		check(t, c, int64(1), "PK.REPREPARE", ns, "k", `{"v":3}`, "IFEQ", `{"v":2}`, "EX", "3600")
@@ -217,12 +217,12 @@ func TestWowMongoInterop(t *testing.T) {
 		require.Equal(t, "sidecar", doc[1].Value)
 
 		check(t, c, int64(1), "PK.PREPARE", ns, "s", `"sidecar"`, "PX", "300")
-		ok, err = wow.prepare(t, ns, "s", `"wow"`, wowForever)
+		ok, err = wow.prepare(t, ns, "s", `"wow"`, wowForeverDate)
 		require.NoError(t, err)
 		require.False(t, ok)
 		require.Eventually(t, func() bool { return c.Do(ctx(), "PK.GET", ns, "s").Err() == redis.Nil }, 10*time.Second, 20*time.Millisecond)
 		require.Eventually(t, func() bool {
-			ok, err := wow.prepare(t, ns, "s", `"wow"`, wowForever)
+			ok, err := wow.prepare(t, ns, "s", `"wow"`, wowForeverDate)
 			require.NoError(t, err)
 			return ok
 		}, 10*time.Second, 20*time.Millisecond, "Wow takes over the expired record")
@@ -231,7 +231,7 @@ func TestWowMongoInterop(t *testing.T) {
 
 	t.Run("key change and MPREPARE over Wow's records", func(t *testing.T) {
 		ns := uniqueNS(t)
-		ok, err := wow.prepare(t, ns, "old", `{"user":"ann"}`, wowForever)
+		ok, err := wow.prepare(t, ns, "old", `{"user":"ann"}`, wowForeverDate)
 		require.NoError(t, err)
 		require.True(t, ok)
 		check(t, c, errReply("MISMATCH old key has no record with that value"), "PK.REPREPARE", ns, "new", `{"user":"ann"}`, "FROM", "old", "IFEQ", `{"user":"bob"}`)
@@ -245,13 +245,13 @@ func TestWowMongoInterop(t *testing.T) {
 		require.Equal(t, bson.D{{Key: "user", Value: "ann"}, {Key: "v", Value: int32(2)}}, doc[1].Value)
 		// Wow's own key change (prepare new, rollback old with its value)
 		// over the sidecar's record.
-		ok, err = wow.prepare(t, ns, "newer", `"x"`, wowForever)
+		ok, err = wow.prepare(t, ns, "newer", `"x"`, wowForeverDate)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.True(t, wow.rollbackValue(t, ns, "new", `{"user":"ann","v":2}`))
 		check(t, c, nilReply, "PK.GET", ns, "new")
 
-		ok, err = wow.prepare(t, ns, "b", `"wow"`, wowForever)
+		ok, err = wow.prepare(t, ns, "b", `"wow"`, wowForeverDate)
 		require.NoError(t, err)
 		require.True(t, ok)
 		check(t, c, int64(0), "PK.MPREPARE", "2", ns, "a", `"s"`, ns, "b", `"s"`)
@@ -259,7 +259,7 @@ func TestWowMongoInterop(t *testing.T) {
 		require.False(t, found, "MPREPARE left a key reserved")
 		require.True(t, wow.rollbackValue(t, ns, "b", `"wow"`))
 		check(t, c, int64(1), "PK.MPREPARE", "2", ns, "a", `"s"`, ns, "b", `"s"`, "EX", "60")
-		ok, err = wow.prepare(t, ns, "a", `"wow"`, wowForever)
+		ok, err = wow.prepare(t, ns, "a", `"wow"`, wowForeverDate)
 		require.NoError(t, err)
 		require.False(t, ok)
 	})
@@ -270,7 +270,7 @@ func TestWowMongoInterop(t *testing.T) {
 		want := map[string][]any{}
 		for i := range 7 {
 			key, value := fmt.Sprintf("key-%d-é", i), fmt.Sprintf(`{"i":%d,"s":"x"}`, i)
-			at, wire := wowForever, int64(-1)
+			at, wire := wowForeverDate, int64(-1)
 			if i%2 == 1 {
 				at, wire = ttlAt, ttlAt.UnixMilli()
 			}
@@ -299,7 +299,7 @@ func TestWowMongoInterop(t *testing.T) {
 	t.Run("JSON field order round trip", func(t *testing.T) {
 		ns := uniqueNS(t)
 		const wowJSON = `{"zeta":1,"alpha":{"y":2.5,"x":[1,"s",true,null,{"b":1,"a":2}]},"big":9007199254740993,"neg":-1.0E-5}`
-		ok, err := wow.prepare(t, ns, "w", wowJSON, wowForever)
+		ok, err := wow.prepare(t, ns, "w", wowJSON, wowForeverDate)
 		require.NoError(t, err)
 		require.True(t, ok)
 		check(t, c, wowJSON, "PK.GET", ns, "w")
@@ -315,7 +315,7 @@ func TestWowMongoInterop(t *testing.T) {
 		ns := uniqueNS(t)
 		_, err := wow.coll(ns).InsertMany(ctx(), []any{
 			bson.D{{Key: "_id", Value: "no-ttl"}, {Key: "value", Value: "a"}},
-			bson.D{{Key: "_id", Value: "oid"}, {Key: "value", Value: bson.NewObjectID()}, {Key: "ttlAt", Value: bson.NewDateTimeFromTime(wowForever)}},
+			bson.D{{Key: "_id", Value: "oid"}, {Key: "value", Value: bson.NewObjectID()}, {Key: "ttlAt", Value: bson.NewDateTimeFromTime(wowForeverDate)}},
 		})
 		require.NoError(t, err)
 		check(t, c, []any{`"a"`, int64(-1)}, "PK.GETVALUE", ns, "no-ttl")
@@ -412,7 +412,7 @@ func raceWow(t *testing.T, s *sidecar, wow wowMongoService, ns string, expired b
 		})
 		wg.Go(func() {
 			<-startGun
-			ok, err := wow.prepare(t, ns, key, `{"by":"wow"}`, wowForever)
+			ok, err := wow.prepare(t, ns, key, `{"by":"wow"}`, wowForeverDate)
 			if err != nil {
 				errs <- err
 				return
@@ -603,7 +603,7 @@ func sidecarLinOp(c *redis.Client, ns string, keys []string, in linIn) linOut {
 // wowLinOp runs in as the Wow service's operation.
 func wowLinOp(t *testing.T, wow wowMongoService, ns string, keys []string, in linIn) linOut {
 	key := keys[in.Key]
-	ttlAt := wowForever
+	ttlAt := wowForeverDate
 	if in.TTL != 0 {
 		ttlAt = time.UnixMilli(in.TTL)
 	}

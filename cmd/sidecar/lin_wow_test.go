@@ -159,7 +159,7 @@ func (h *wowLin) wowClient(c int, cl redis.UniversalClient, rng *rand.Rand, ops 
 		case n < 3:
 			in.Kind, in.Value = linPrepare, value(c, i)
 			run = func() (any, error) {
-				return wowPrepareLua.Run(ctx(), cl, []string{rk}, wowNow(), wowForever, in.Value).Result()
+				return wowPrepareLua.Run(ctx(), cl, []string{rk}, wowNow(), wowForeverMs, in.Value).Result()
 			}
 		case n < 5:
 			in.Kind = linGetValue
@@ -173,7 +173,7 @@ func (h *wowLin) wowClient(c int, cl redis.UniversalClient, rng *rand.Rand, ops 
 		default:
 			in.Kind, in.Value, in.Cond, in.Cond2 = linReprepare, value(c, i), h.cond(rng, c, i), true
 			run = func() (any, error) {
-				return wowReprepareIfLua.Run(ctx(), cl, []string{rk}, wowForever, in.Value, in.Cond).Result()
+				return wowReprepareIfLua.Run(ctx(), cl, []string{rk}, wowForeverMs, in.Value, in.Cond).Result()
 			}
 		}
 		call := h.since()
@@ -194,7 +194,7 @@ func wowOut(in linIn, v any, err error) linOut {
 			return linOut{Nil: true}
 		}
 		ttl := int64(-1)
-		if m["ttlAt"] != fmt.Sprint(wowForever) {
+		if m["ttlAt"] != fmt.Sprint(wowForeverMs) {
 			ttl = -2 // never forever: the model then finds no match
 		}
 		return linOut{Value: m["value"], TTL: ttl}
