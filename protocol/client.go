@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prepkey/prepkey/commands"
 )
 
 // clientSubs are CLIENT's subcommands. Those a client sends on connect to
@@ -39,7 +41,7 @@ func (c *conn) clientGetName([][]byte) {
 
 func (c *conn) clientSetName(args [][]byte) {
 	if !validClientName(args[2]) {
-		c.out.err(errClientName)
+		c.out.fail(commands.ErrClientName)
 		return
 	}
 	c.setMeta(func() { c.name = string(args[2]) })
@@ -57,11 +59,11 @@ func (c *conn) clientSetInfo(args [][]byte) {
 	case "lib-ver":
 		i = 1
 	default:
-		c.out.err(fmt.Sprintf("ERR Unrecognized option '%s'", attr))
+		c.out.failf(commands.ErrUnrecognizedOption, attr)
 		return
 	}
 	if !validClientName(args[3]) {
-		c.out.err(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", attr))
+		c.out.failf(commands.ErrClientAttr, attr)
 		return
 	}
 	c.setMeta(func() { c.lib[i] = string(args[3]) })
@@ -86,7 +88,7 @@ func (c *conn) clientOnOff(args [][]byte) {
 	case "on", "off":
 		c.out.simple("OK")
 	default:
-		c.out.err("ERR syntax error")
+		c.out.fail(commands.ErrSyntax)
 	}
 }
 
@@ -146,7 +148,7 @@ func (c *conn) clientList(args [][]byte) {
 		case "master", "replica", "slave", "pubsub":
 			keep = func(client) bool { return false }
 		default:
-			c.out.err(fmt.Sprintf("ERR Unknown client type '%s'", args[3]))
+			c.out.failf(commands.ErrUnknownClientType, args[3])
 			return
 		}
 	case len(args) > 3 && strings.EqualFold(string(args[2]), "id"):
@@ -154,14 +156,14 @@ func (c *conn) clientList(args [][]byte) {
 		for _, a := range args[3:] {
 			id, err := strconv.ParseInt(string(a), 10, 64)
 			if err != nil {
-				c.out.err("ERR Invalid client ID")
+				c.out.fail(commands.ErrInvalidClientID)
 				return
 			}
 			ids[id] = true
 		}
 		keep = func(o client) bool { return ids[o.id] }
 	default:
-		c.out.err("ERR syntax error")
+		c.out.fail(commands.ErrSyntax)
 		return
 	}
 	var b strings.Builder
@@ -186,7 +188,7 @@ func (c *conn) clientKill(args [][]byte) {
 	} else {
 		for i := 2; i < len(args); i += 2 {
 			if i+1 >= len(args) {
-				c.out.err("ERR syntax error")
+				c.out.fail(commands.ErrSyntax)
 				return
 			}
 			v := string(args[i+1])
@@ -194,7 +196,7 @@ func (c *conn) clientKill(args [][]byte) {
 			case "id":
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || n < 1 {
-					c.out.err("ERR client-id should be greater than 0")
+					c.out.fail(commands.ErrClientIDRange)
 					return
 				}
 				id = n
@@ -208,12 +210,12 @@ func (c *conn) clientKill(args [][]byte) {
 				case "master", "replica", "slave", "pubsub":
 					none = true
 				default:
-					c.out.err(fmt.Sprintf("ERR Unknown client type '%s'", v))
+					c.out.failf(commands.ErrUnknownClientType, v)
 					return
 				}
 			case "user":
 				if v != "default" {
-					c.out.err(fmt.Sprintf("ERR No such user '%s'", v))
+					c.out.failf(commands.ErrNoSuchUser, v)
 					return
 				}
 			case "skipme":
@@ -223,11 +225,11 @@ func (c *conn) clientKill(args [][]byte) {
 				case "no":
 					skipMe = false
 				default:
-					c.out.err("ERR syntax error")
+					c.out.fail(commands.ErrSyntax)
 					return
 				}
 			default:
-				c.out.err("ERR syntax error")
+				c.out.fail(commands.ErrSyntax)
 				return
 			}
 		}
@@ -251,7 +253,7 @@ func (c *conn) clientKill(args [][]byte) {
 	}
 	if len(args) == 3 {
 		if killed == 0 {
-			c.out.err("ERR No such client")
+			c.out.fail(commands.ErrNoSuchClient)
 		} else {
 			c.out.simple("OK")
 		}

@@ -126,7 +126,7 @@ func (c *conn) commandCount([][]byte) {
 // COMMAND LIST: every command and subcommand. FILTERBY is not supported.
 func (c *conn) commandList(args [][]byte) {
 	if len(args) > 2 {
-		c.out.err("ERR syntax error")
+		c.out.fail(commands.ErrSyntax)
 		return
 	}
 	var names []string

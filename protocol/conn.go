@@ -242,9 +242,9 @@ serving:
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
 		case c.tx.on:
-			at := len(c.out.b)
+			at, errs := len(c.out.b), c.out.errs
 			c.queue(args)
-			c.noteQueued(args[0], at)
+			c.noteQueued(args[0], at, errs)
 		case c.batched(args[0]):
 			if c.batcher != nil && c.batcher.full() {
 				// The loop has enough at the store: this connection
@@ -331,7 +331,7 @@ func crossProtocol(name []byte) bool {
 // does.
 func (c *conn) fail(msg string) bool {
 	c.srv.cfg.Logger.Info("closing a client after a protocol error", "id", c.id, "err", msg)
-	c.out.err("ERR Protocol error: " + msg)
+	c.out.failf(commands.ErrProtocol, msg)
 	c.flush()
 	if c.gc.OutboundBuffered() == 0 {
 		return true
@@ -545,14 +545,14 @@ func (c *conn) serveAgain() {
 // dispatch answers one command on the loop.
 func (c *conn) dispatch(args [][]byte) {
 	c.answered++ // counted with the notes (INFO, off the loop, flushes them first: goBusy)
-	at := len(c.out.b)
+	at, errs := len(c.out.b), c.out.errs
 	c.answer(args)
-	c.note(args[0], at)
+	c.note(args[0], at, errs)
 }
 
 func (c *conn) answer(args [][]byte) {
 	if !c.authed && !allowedBeforeAuth(args[0]) {
-		c.out.err("NOAUTH Authentication required.")
+		c.out.fail(commands.ErrNoAuth)
 		return
 	}
 	if r, ok := c.srv.handler.Do(context.Background(), args); ok {

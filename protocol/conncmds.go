@@ -3,10 +3,11 @@ package protocol
 import (
 	"bytes"
 	"crypto/subtle"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prepkey/prepkey/commands"
 )
 
 // connCmd is a connection command: it answers from the connection's and the
@@ -46,20 +47,21 @@ func connCommandTable() map[string]connCmd {
 // connCommand runs the connection command in args, arity checked. It
 // reports false when args[0] names none.
 func (c *conn) connCommand(args [][]byte) bool {
-	cmd, msg, found := c.srv.lookupConnCmd(args)
+	cmd, refusal, found := c.srv.lookupConnCmd(args)
 	switch {
 	case !found:
 		return false
-	case msg != "":
-		c.out.err(msg)
+	case refusal.Err != commands.NoError:
+		c.out.reply(refusal)
 		return true
 	}
 	if cmd.offLoop {
 		args = cloneArgs(args) // they point into gnet's buffer
 		idx, began := c.statIndex(args[0]), c.began
 		c.offload(func() {
+			errs := c.out.errs
 			cmd.run(c, args)
-			o, p := classifyWire(c.out.b)
+			o, p := c.out.outcomeSince(0, errs)
 			c.srv.stats.record(c.stats, idx, o, p, time.Since(began))
 		})
 		return true
@@ -70,29 +72,29 @@ func (c *conn) connCommand(args [][]byte) bool {
 
 // lookupConnCmd finds the connection command that args names, down to a
 // container's subcommand (CLIENT LIST), and checks its arity. found is false
-// when args[0] names no connection command; msg is the error to answer
+// when args[0] names no connection command; refusal is the error to answer
 // when the subcommand or the arity is wrong.
-func (s *Server) lookupConnCmd(args [][]byte) (cmd connCmd, msg string, found bool) {
+func (s *Server) lookupConnCmd(args [][]byte) (cmd connCmd, refusal commands.Reply, found bool) {
 	lower := strings.ToLower(string(args[0]))
 	cmd, found = s.connCmds[lower]
 	if !found {
-		return cmd, "", false
+		return cmd, commands.Reply{}, false
 	}
 	if n := len(args); (cmd.arity > 0 && n != cmd.arity) || n < -cmd.arity {
-		return cmd, fmt.Sprintf("ERR wrong number of arguments for '%s' command", lower), true
+		return cmd, commands.ErrArity.Replyf(lower), true
 	}
 	if cmd.subs != nil && len(args) > 1 {
 		sub := strings.ToLower(string(args[1]))
 		sc, ok := cmd.subs[sub]
 		if !ok {
-			return cmd, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", args[1], strings.ToUpper(lower)), true
+			return cmd, commands.ErrUnknownSubcommand.Replyf(args[1], strings.ToUpper(lower)), true
 		}
 		if n := len(args); (sc.arity > 0 && n != sc.arity) || n < -sc.arity {
-			return cmd, fmt.Sprintf("ERR wrong number of arguments for '%s|%s' command", lower, sub), true
+			return cmd, commands.ErrSubcommandArity.Replyf(lower, sub), true
 		}
 		cmd = sc
 	}
-	return cmd, "", true
+	return cmd, commands.Reply{}, true
 }
 
 func cloneArgs(args [][]byte) [][]byte {
@@ -119,7 +121,7 @@ func (c *conn) ping(args [][]byte) {
 	case 2:
 		c.out.bulk(args[1])
 	default:
-		c.out.err("ERR wrong number of arguments for 'ping' command")
+		c.out.failf(commands.ErrArity, "ping")
 	}
 }
 
@@ -134,9 +136,9 @@ func (c *conn) selectDB(args [][]byte) {
 	n, err := strconv.Atoi(string(args[1]))
 	switch {
 	case err != nil:
-		c.out.err("ERR value is not an integer or out of range")
+		c.out.fail(commands.ErrNotInteger)
 	case n != 0:
-		c.out.err("ERR DB index is out of range")
+		c.out.fail(commands.ErrDBIndex)
 	default:
 		c.out.simple("OK")
 	}
@@ -145,7 +147,7 @@ func (c *conn) selectDB(args [][]byte) {
 // AUTH [user] password
 func (c *conn) auth(args [][]byte) {
 	if len(args) > 3 {
-		c.out.err("ERR syntax error")
+		c.out.fail(commands.ErrSyntax)
 		return
 	}
 	user, pass := "default", args[len(args)-1]
@@ -153,18 +155,16 @@ func (c *conn) auth(args [][]byte) {
 		user = string(args[1])
 	}
 	if c.srv.cfg.Password == "" && len(args) == 2 {
-		c.out.err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		c.out.fail(commands.ErrAuthNoPassword)
 		return
 	}
 	if !c.checkPassword(user, pass) {
-		c.out.err(wrongPass)
+		c.out.fail(commands.ErrWrongPass)
 		return
 	}
 	c.authed = true
 	c.out.simple("OK")
 }
-
-const wrongPass = "WRONGPASS invalid username-password pair or user is disabled."
 
 // checkPassword accepts the one user, "default", with the configured
 // password, or with any password when none is set (Redis's nopass).
@@ -187,11 +187,11 @@ func (c *conn) hello(args [][]byte) {
 	if len(args) > 1 {
 		v, err := strconv.Atoi(string(args[1]))
 		if err != nil {
-			c.out.err("ERR Protocol version is not an integer or out of range")
+			c.out.fail(commands.ErrProtoVersion)
 			return
 		}
 		if v != 2 && v != 3 {
-			c.out.err("NOPROTO unsupported protocol version")
+			c.out.fail(commands.ErrNoProto)
 			return
 		}
 		proto = v
@@ -199,7 +199,7 @@ func (c *conn) hello(args [][]byte) {
 			switch opt := strings.ToLower(string(args[i])); {
 			case opt == "auth" && i+2 < len(args):
 				if !c.checkPassword(string(args[i+1]), args[i+2]) {
-					c.out.err(wrongPass)
+					c.out.fail(commands.ErrWrongPass)
 					return
 				}
 				authOK = true
@@ -208,18 +208,18 @@ func (c *conn) hello(args [][]byte) {
 				name, setName = args[i+1], true
 				i++
 			default:
-				c.out.err(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", args[i]))
+				c.out.failf(commands.ErrHelloOption, args[i])
 				return
 			}
 		}
 	}
 	if !c.authed && !authOK {
-		c.out.err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		c.out.fail(commands.ErrHelloNoAuth)
 		return
 	}
 	if setName {
 		if !validClientName(name) {
-			c.out.err(errClientName)
+			c.out.fail(commands.ErrClientName)
 			return
 		}
 		c.setMeta(func() { c.name = string(name) })
@@ -248,8 +248,6 @@ func (c *conn) hello(args [][]byte) {
 // follows; clients that gate features on HELLO's or INFO's version see a
 // current Redis. prepkey's own version is INFO's prepkey_version.
 const redisVersion = "7.2.0"
-
-const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
 
 // validClientName is Redis's rule: printable ASCII without spaces.
 func validClientName(name []byte) bool {

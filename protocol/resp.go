@@ -14,14 +14,31 @@ import (
 type writer struct {
 	b     []byte
 	resp3 bool
+	// errs counts the error replies written and lastErr is the last one's
+	// code: the metrics take a command's error from them (outcomeSince),
+	// never from the bytes written.
+	errs    uint32
+	lastErr commands.ErrCode
 }
 
 func (w *writer) int(n int64)         { w.b = redcon.AppendInt(w.b, n) }
 func (w *writer) bulk(b []byte)       { w.b = redcon.AppendBulk(w.b, b) }
 func (w *writer) bulkString(s string) { w.b = redcon.AppendBulkString(w.b, s) }
 func (w *writer) simple(s string)     { w.b = redcon.AppendString(w.b, s) }
-func (w *writer) err(s string)        { w.b = redcon.AppendError(w.b, s) }
 func (w *writer) array(n int)         { w.b = redcon.AppendArray(w.b, n) }
+
+// fail writes the error reply of code, which takes no arguments.
+func (w *writer) fail(code commands.ErrCode) { w.errLine(code, code.Line()) }
+
+// failf writes the error reply of code with its arguments.
+func (w *writer) failf(code commands.ErrCode, args ...any) { w.errLine(code, code.Linef(args...)) }
+
+// errLine writes an error reply: its line, without the '-', and its code.
+func (w *writer) errLine(code commands.ErrCode, line string) {
+	w.errs++
+	w.lastErr = code
+	w.b = redcon.AppendError(w.b, line)
+}
 
 // null is the nil bulk string: $-1 in RESP2, _ in RESP3.
 func (w *writer) null() {
@@ -65,7 +82,7 @@ func (w *writer) reply(r commands.Reply) {
 		w.bulk(r.Bytes)
 		w.int(r.Int)
 	case commands.Error:
-		w.err(r.Text)
+		w.errLine(r.Err, r.Text)
 	case commands.ScanPage:
 		w.array(2)
 		w.bulk(r.Bytes)

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidwall/redcon"
+
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/upstream"
@@ -221,7 +223,7 @@ func (s *Server) accept(nc net.Conn, loops loops) {
 		s.cfg.Logger.Warn("connection refused: max number of clients reached", "id", s.nextID.Add(1),
 			"remote", nc.RemoteAddr().String(), "maxclients", s.cfg.MaxClients)
 		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = nc.Write([]byte("-ERR max number of clients reached\r\n"))
+		_, _ = nc.Write(redcon.AppendError(nil, commands.ErrMaxClients.Line()))
 		_ = nc.Close()
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,16 +106,12 @@ type cmdCounters struct {
 	latency  hist // nanoseconds
 }
 
-// errorPrefixes are the error prefixes counted without a lock (Errorstats);
-// others, which the server does not send today, go to a map.
-var errorPrefixes = []string{"ERR", "NOAUTH", "WRONGPASS", "NOPROTO", "UNAVAILABLE", "MISMATCH", "EXECABORT"}
-
 // loopStats are the counters of one event loop.
 type loopStats struct {
-	cmds    []cmdCounters // by statTable index
-	errs    []atomic.Uint64
-	backend hist // one store call for a batch, nanoseconds
-	batch   hist // commands per store call
+	cmds    []cmdCounters                       // by statTable index
+	errs    [commands.NumPrefixes]atomic.Uint64 // by prefix (Errorstats)
+	backend hist                                // one store call for a batch, nanoseconds
+	batch   hist                                // commands per store call
 }
 
 // statTable maps command names to counter indexes: every PK command and
@@ -175,13 +170,12 @@ type stats struct {
 	upstreamSeq atomic.Int64
 	upstreamsUp atomic.Int64
 
-	mu        sync.Mutex
-	loops     map[connLoop]*loopStats
-	otherErrs map[string]uint64 // error prefixes outside errorPrefixes
+	mu    sync.Mutex
+	loops map[connLoop]*loopStats
 }
 
 func newStats(connCmds map[string]connCmd) *stats {
-	return &stats{table: newStatTable(connCmds), loops: make(map[connLoop]*loopStats), otherErrs: map[string]uint64{}}
+	return &stats{table: newStatTable(connCmds), loops: make(map[connLoop]*loopStats)}
 }
 
 // forLoop returns loop's counters, made on first use. A nil loop (tests
@@ -193,7 +187,6 @@ func (s *stats) forLoop(loop connLoop) *loopStats {
 	if ls == nil {
 		ls = &loopStats{
 			cmds:    make([]cmdCounters, len(s.table.names)),
-			errs:    make([]atomic.Uint64, len(errorPrefixes)),
 			backend: newHist(LatencyBounds),
 			batch:   newHist(BatchBounds),
 		}
@@ -206,91 +199,48 @@ func (s *stats) forLoop(loop connLoop) *loopStats {
 }
 
 // record counts one command's reply.
-func (s *stats) record(ls *loopStats, idx int, o Outcome, errPrefix string, took time.Duration) {
-	s.count(ls, idx, o, errPrefix)
+func (s *stats) record(ls *loopStats, idx int, o Outcome, code commands.ErrCode, took time.Duration) {
+	ls.cmds[idx].outcomes[o].Add(1)
+	if code != commands.NoError {
+		countError(ls, code)
+	}
 	ls.cmds[idx].latency.observe(uint64(max(took, 0)), LatencyBounds)
 }
 
-// count counts one command's outcome (its latency is counted apart).
-func (s *stats) count(ls *loopStats, idx int, o Outcome, errPrefix string) {
-	ls.cmds[idx].outcomes[o].Add(1)
-	if errPrefix != "" {
-		s.countError(ls, errPrefix)
-	}
-}
+// countError counts an error reply by its prefix (Errorstats).
+func countError(ls *loopStats, code commands.ErrCode) { ls.errs[code.Prefix()].Add(1) }
 
-func (s *stats) countError(ls *loopStats, prefix string) {
-	if i := slices.Index(errorPrefixes, prefix); i >= 0 {
-		ls.errs[i].Add(1)
-		return
-	}
-	s.mu.Lock()
-	// Bounded as Redis bounds errorstats (128 prefixes): the rest are ERR.
-	if _, ok := s.otherErrs[prefix]; !ok && len(s.otherErrs) >= 128 {
-		prefix = "ERR"
-	}
-	s.otherErrs[prefix]++
-	s.mu.Unlock()
-}
-
-// classify tells a Reply's outcome and, for an error, its prefix.
-func classify(r *commands.Reply) (Outcome, string) {
+// classify tells a Reply's outcome and, for an error, its code.
+func classify(r *commands.Reply) (Outcome, commands.ErrCode) {
 	switch r.Kind {
 	case commands.Int:
 		switch r.Int {
 		case 1:
-			return Outcome1, ""
+			return Outcome1, commands.NoError
 		case 0:
-			return Outcome0, ""
+			return Outcome0, commands.NoError
 		}
 	case commands.Nil, commands.NilArray:
-		return OutcomeNil, ""
+		return OutcomeNil, commands.NoError
 	case commands.Error:
-		return errorOutcome(r.Text)
+		return errorOutcome(r.Err)
 	}
-	return OutcomeOK, ""
+	return OutcomeOK, commands.NoError
 }
 
-// classifyWire tells the outcome of the RESP reply at the start of b (the
-// connection commands write theirs directly).
-func classifyWire(b []byte) (Outcome, string) {
-	if len(b) == 0 {
-		return OutcomeOK, ""
+// errorOutcome tells an error reply's outcome from its code. A reply of
+// kind Error without a code (none is made so) counts as an ERR.
+func errorOutcome(code commands.ErrCode) (Outcome, commands.ErrCode) {
+	if code == commands.NoError {
+		code = commands.ErrSyntax // any code of prefix ERR
 	}
-	switch b[0] {
-	case ':':
-		switch {
-		case bytes.HasPrefix(b, []byte(":1\r\n")):
-			return Outcome1, ""
-		case bytes.HasPrefix(b, []byte(":0\r\n")):
-			return Outcome0, ""
-		}
-	case '_':
-		return OutcomeNil, ""
-	case '$', '*':
-		if len(b) > 1 && b[1] == '-' {
-			return OutcomeNil, ""
-		}
-	case '-':
-		line := b[1:]
-		if i := bytes.IndexByte(line, '\r'); i >= 0 {
-			line = line[:i]
-		}
-		return errorOutcome(string(line))
+	switch code.Prefix() {
+	case commands.PrefixUNAVAILABLE:
+		return OutcomeUnavailable, code
+	case commands.PrefixMISMATCH:
+		return OutcomeMismatch, code
 	}
-	return OutcomeOK, ""
-}
-
-// errorOutcome tells an error reply's outcome from its text (without '-').
-func errorOutcome(text string) (Outcome, string) {
-	prefix, _, _ := strings.Cut(text, " ")
-	switch prefix {
-	case "UNAVAILABLE":
-		return OutcomeUnavailable, prefix
-	case "MISMATCH":
-		return OutcomeMismatch, prefix
-	}
-	return OutcomeError, prefix
+	return OutcomeError, code
 }
 
 // CommandStats are one command's counters, summed over the loops.
@@ -361,16 +311,13 @@ func (s *Server) Stats() Snapshot {
 			}
 			ls.cmds[i].latency.addTo(&cs.Latency)
 		}
-		for i, p := range errorPrefixes {
-			if n := ls.errs[i].Load(); n > 0 {
-				snap.Errors[p] += n
+		for p := range ls.errs {
+			if n := ls.errs[p].Load(); n > 0 {
+				snap.Errors[commands.Prefix(p).String()] += n
 			}
 		}
 		ls.backend.addTo(&snap.BackendLatency)
 		ls.batch.addTo(&snap.BatchSize)
-	}
-	for p, n := range st.otherErrs {
-		snap.Errors[p] += n
 	}
 	for i := range snap.Commands {
 		if snap.Commands[i].Latency.Counts == nil {
@@ -397,17 +344,18 @@ type pendingNote struct {
 	n   uint32
 }
 
-// note counts the reply that the command named name wrote to out from at;
-// it is counted when the replies are written (see flushNotes). A command
-// that went off the loop is counted where its work ends.
-func (c *conn) note(name []byte, at int) {
+// note counts the reply that the command named name wrote to out from at,
+// when out had written errs error replies; it is counted when the replies
+// are written (see flushNotes). A command that went off the loop is
+// counted where its work ends.
+func (c *conn) note(name []byte, at int, errs uint32) {
 	if c.busy || at >= len(c.out.b) {
 		return
 	}
-	o, p := classifyWire(c.out.b[at:])
+	o, code := c.out.outcomeSince(at, errs)
 	idx := int32(c.statIndex(name))
-	if p != "" {
-		c.srv.stats.countError(c.stats, p) // rare: at once
+	if code != commands.NoError {
+		countError(c.stats, code) // rare: at once
 	}
 	if k := len(c.notes) - 1; k >= 0 && c.notes[k].idx == idx && c.notes[k].o == o && c.notes[k].n < math.MaxUint32 {
 		c.notes[k].n++
@@ -451,6 +399,35 @@ func (c *conn) statIndex(name []byte) int {
 	return i
 }
 
+// outcomeSince tells the outcome of the reply written from at, when errs
+// error replies had been written: an error by its code (errLine), any other
+// reply by its frame's type (an integer 1 or 0, a null).
+func (w *writer) outcomeSince(at int, errs uint32) (Outcome, commands.ErrCode) {
+	if w.errs != errs {
+		return errorOutcome(w.lastErr)
+	}
+	b := w.b[at:]
+	if len(b) < 3 {
+		return OutcomeOK, commands.NoError
+	}
+	switch b[0] {
+	case ':':
+		switch {
+		case b[1] == '1' && b[2] == '\r':
+			return Outcome1, commands.NoError
+		case b[1] == '0' && b[2] == '\r':
+			return Outcome0, commands.NoError
+		}
+	case '_':
+		return OutcomeNil, commands.NoError
+	case '$', '*':
+		if b[1] == '-' {
+			return OutcomeNil, commands.NoError
+		}
+	}
+	return OutcomeOK, commands.NoError
+}
+
 // recordRuns counts the replies of conns' runs, written now.
 func recordRuns(conns []*conn, replies []commands.Reply) {
 	if len(conns) == 0 {
@@ -485,11 +462,11 @@ func newRunID() string {
 // other commands answered at once (an error, or the transaction's end) are
 // counted as such; a command answered +QUEUED is counted when EXEC runs it
 // (recordBlock), as Redis counts it.
-func (c *conn) noteQueued(name []byte, at int) {
+func (c *conn) noteQueued(name []byte, at int, errs uint32) {
 	if c.busy || at >= len(c.out.b) || bytes.HasPrefix(c.out.b[at:], []byte("+QUEUED\r\n")) {
 		return
 	}
-	c.note(name, at)
+	c.note(name, at, errs)
 }
 
 // recordBlock counts EXEC and the PK commands of its block, run now; when
@@ -498,7 +475,7 @@ func (c *conn) noteQueued(name []byte, at int) {
 func (c *conn) recordBlock(pk [][][]byte, replies []commands.Reply, abort commands.Reply, ran bool) {
 	took := time.Since(c.began)
 	st := c.srv.stats
-	o, p := OutcomeOK, ""
+	o, p := OutcomeOK, commands.NoError
 	if !ran {
 		o, p = classify(&abort)
 	}

@@ -30,10 +30,10 @@ func BenchmarkCount(b *testing.B) {
 				if tc.count && i%pipeline == 0 {
 					c.began = time.Now()
 				}
-				at := len(c.out.b)
+				at, errs := len(c.out.b), c.out.errs
 				c.out.reply(commands.Reply{Kind: commands.Int, Int: 1})
 				if tc.count {
-					c.note(name, at)
+					c.note(name, at, errs)
 				}
 				if i%pipeline == pipeline-1 {
 					if tc.count {

@@ -202,19 +202,39 @@ func TestMaxClientsCounted(t *testing.T) {
 	require.Equal(t, int64(1), snap.ConnectedClients)
 }
 
-// TestClassifyWire: the outcome of each kind of reply the connection
-// commands write.
-func TestClassifyWire(t *testing.T) {
+// TestOutcomeSince: the outcome of each kind of reply the connection
+// commands write: an error by the code it was written with, any other
+// reply by its frame.
+func TestOutcomeSince(t *testing.T) {
 	for in, want := range map[string]Outcome{
 		":1\r\n": Outcome1, ":0\r\n": Outcome0, ":10\r\n": OutcomeOK, "$-1\r\n": OutcomeNil, "*-1\r\n": OutcomeNil,
-		"_\r\n": OutcomeNil, "+OK\r\n": OutcomeOK, "$1\r\nx\r\n": OutcomeOK, "-ERR x\r\n": OutcomeError,
-		"-UNAVAILABLE x\r\n": OutcomeUnavailable, "-MISMATCH x\r\n": OutcomeMismatch, "-NOAUTH x\r\n": OutcomeError,
+		"_\r\n": OutcomeNil, "+OK\r\n": OutcomeOK, "$1\r\nx\r\n": OutcomeOK,
 	} {
-		got, _ := classifyWire([]byte(in))
+		w := writer{b: []byte("-ERR before\r\n"), errs: 1, lastErr: commands.ErrSyntax}
+		at, errs := len(w.b), w.errs
+		w.b = append(w.b, in...)
+		got, code := w.outcomeSince(at, errs)
 		require.Equal(t, want, got, "%q", in)
+		require.Equal(t, commands.NoError, code, "%q", in)
 	}
-	_, p := classifyWire([]byte("-WRONGPASS invalid\r\n"))
-	require.Equal(t, "WRONGPASS", p)
+	for code, want := range map[commands.ErrCode]Outcome{
+		commands.ErrSyntax: OutcomeError, commands.ErrUnavailable: OutcomeUnavailable,
+		commands.ErrMismatch: OutcomeMismatch, commands.ErrNoAuth: OutcomeError, commands.ErrWrongPass: OutcomeError,
+	} {
+		var w writer
+		w.b = append(w.b, "+OK\r\n"...)
+		at, errs := len(w.b), w.errs
+		w.fail(code)
+		got, gotCode := w.outcomeSince(at, errs)
+		require.Equal(t, want, got, "%v", code)
+		require.Equal(t, code, gotCode)
+	}
+	// A reply written by the commands (Reply.Err) counts by its code too.
+	var w writer
+	w.reply(commands.ErrMismatch.Reply())
+	o, code := w.outcomeSince(0, 0)
+	require.Equal(t, OutcomeMismatch, o)
+	require.Equal(t, commands.PrefixMISMATCH, code.Prefix())
 }
 
 // TestInfoStatsMulti: a command queued in MULTI is counted when EXEC runs
