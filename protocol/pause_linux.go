@@ -1,3 +1,5 @@
+//go:build linux && !poll_opt
+
 package protocol
 
 import (
@@ -17,10 +19,19 @@ import (
 // the loop does not read it, the kernel's buffer fills, and TCP makes the
 // client wait, as any back-pressured server does.
 //
+// Only that poller: under gnet's poll_opt build tag (its "ultimate"
+// poller) the event's data is a pointer gnet reads back, and a registration
+// written here would crash the loop; that build uses pause_other.go and
+// does not stop reading (the build constraint above, not a check at run
+// time, keeps the two apart).
+//
 // gnet keeps its epoll descriptor unexported; it is read once per
 // connection by reflection. If gnet's layout changes, pollerFD reports
 // false and connections are read as before, bounded by the inbound limit
 // (close), which TestReadPause catches.
+
+// pausesReading is set where the loop can stop reading a connection.
+const pausesReading = true
 
 // pollerFD is the epoll descriptor of gc's event loop.
 func pollerFD(gc gnet.Conn) (fd int, ok bool) {

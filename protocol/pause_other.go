@@ -1,11 +1,15 @@
-//go:build !linux && !wasip1
+//go:build (!linux || poll_opt) && !wasip1
 
 package protocol
 
 import "github.com/panjf2000/gnet/v2"
 
-// Elsewhere than Linux the sidecar does not stop reading connections (see
-// pause_linux.go): their input is bounded by the inbound limit.
+// Elsewhere than Linux, and on Linux under gnet's poll_opt tag (whose
+// poller reads the epoll event's data as a pointer), the sidecar does not
+// stop reading connections (see pause_linux.go): their input is bounded by
+// the inbound limit.
+const pausesReading = false
+
 func pollerFD(gnet.Conn) (int, bool) { return 0, false }
 
 func setReading(int, connIO, bool) error { return nil }
