@@ -211,7 +211,7 @@ type wireBatch struct {
 
 func (w *wireBatch) Commands() [][][]byte { return w.cmds }
 
-func (w *wireBatch) Stored(n int, took time.Duration) { recordStoreCall(w.conns[0].stats, n, took) }
+func (w *wireBatch) Stored(n int, took time.Duration) { w.conns[0].stats.StoreCall(n, took) }
 
 // Answer writes the replies to the connections' output and resumes them.
 func (w *wireBatch) Answer(replies []commands.Reply) {

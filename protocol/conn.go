@@ -12,6 +12,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/stats"
 )
 
 // conn is one client connection. It lives on its event loop: every field is
@@ -69,10 +70,10 @@ type conn struct {
 	runFlat          [][]byte   // those arguments, one after the other
 	runArgs          [][][]byte // the run's commands, each a slice of runFlat
 
-	// Counting for INFO and metrics (stats.go): the loop's counters, when
+	// Counting for INFO and metrics (counting.go, package stats): the loop's counters, when
 	// the current read began, the commands answered since (and how many
 	// the loop answered), counted at once when their replies are written.
-	stats    *loopStats
+	stats    *stats.Loop
 	began    time.Time
 	notes    []pendingNote
 	answered int64

@@ -61,8 +61,8 @@ func (c *conn) connCommand(args [][]byte) bool {
 		c.offload(func() {
 			errs := c.out.errs
 			cmd.run(c, args)
-			o, p := c.out.outcomeSince(0, errs)
-			c.srv.stats.record(c.stats, idx, o, p, time.Since(began))
+			o, p := c.outcomeSince(0, errs)
+			c.stats.Record(idx, o, p, time.Since(began))
 		})
 		return true
 	}

@@ -144,7 +144,7 @@ func (j *job) run(h Handler) {
 		called := time.Now()
 		h.Batch(ctx, j.cmds[start:end], replies[start:end])
 		cancel()
-		recordStoreCall(j.conns[0].stats, end-start, time.Since(called))
+		j.conns[0].stats.StoreCall(end-start, time.Since(called))
 		j.progress.Store(int64(time.Since(j.began)))
 	}
 	j.mu.Lock()

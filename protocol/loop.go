@@ -70,7 +70,7 @@ func (c *conn) OnOpen(gc gnet.Conn) gnet.Action {
 	s.mu.Unlock()
 	c.epfd, c.canPause = pollerFD(gc)
 	c.batcher = s.batcherFor(c.loop)
-	c.stats = s.stats.forLoop(c.loop)
+	c.stats = s.stats.ForLoop(c.loop)
 	if s.closing.Load() {
 		return gnet.Close
 	}
@@ -98,9 +98,9 @@ func newLink(s *Server, loop connLoop) link {
 		Wire:    s.cfg.Wire,
 		Handler: s.handler,
 		Loop:    loop.(gnetLoop).EventLoop,
-		Name:    fmt.Sprintf("loop-%d", s.stats.upstreamSeq.Add(1)),
+		Name:    fmt.Sprintf("loop-%d", s.stats.UpstreamSeq.Add(1)),
 		Logger:  s.cfg.Logger,
-		Up:      &s.stats.upstreamsUp,
+		Up:      &s.stats.UpstreamsUp,
 		Closing: s.closing.Load,
 	})
 }

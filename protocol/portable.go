@@ -77,7 +77,7 @@ func (l portableLoops) enroll(nc net.Conn, c *conn) (connHandle, error) {
 	c.gc, c.loop, c.active = p, p, time.Now()
 	// One set of counters for all (they are atomic): one a connection
 	// would grow with every connection ever served.
-	c.stats = l.s.stats.forLoop(nil)
+	c.stats = l.s.stats.ForLoop(nil)
 	// What CLIENT LIST shows of the socket, and the handle, are published
 	// before the connection is served, as gnet's OnOpen does.
 	c.addr, c.laddr, c.fd = p.RemoteAddr().String(), addrString(nc.LocalAddr()), -1

@@ -26,6 +26,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
@@ -105,7 +106,7 @@ type Server struct {
 	started time.Time
 	// connCmds is the table of connection commands.
 	connCmds map[string]connCmd
-	stats    *stats
+	stats    *stats.Counters
 	runID    string // INFO's run_id: tells a restart apart
 
 	nextID    atomic.Int64
@@ -139,7 +140,7 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	}
 	return &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
 		conns: make(map[*conn]struct{}), batchers: make(map[connLoop]*batcher), connCmds: connCmds,
-		stats: newStats(connCmds), runID: newRunID()}
+		stats: stats.New(connCmdNames(connCmds)), runID: newRunID()}
 }
 
 // driveOf is the one place that decides how PK commands reach the store:
@@ -216,10 +217,10 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) accept(nc net.Conn, loops loops) {
-	s.stats.received.Add(1)
+	s.stats.Received.Add(1)
 	if n := s.clients.Add(1); s.cfg.MaxClients > 0 && n > int64(s.cfg.MaxClients) {
 		s.clients.Add(-1)
-		s.stats.rejected.Add(1)
+		s.stats.Rejected.Add(1)
 		s.cfg.Logger.Warn("connection refused: max number of clients reached", "id", s.nextID.Add(1),
 			"remote", nc.RemoteAddr().String(), "maxclients", s.cfg.MaxClients)
 		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))

@@ -23,7 +23,7 @@ func BenchmarkCount(b *testing.B) {
 		b.Run(fmt.Sprintf("pipeline=%d/counted=%t", pipeline, tc.count), func(b *testing.B) {
 			s := New(Config{}, nil, nil)
 			c := newConn(s)
-			c.stats = s.stats.forLoop(nil)
+			c.stats = s.stats.ForLoop(nil)
 			name := []byte("PK.PREPARE")
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {

@@ -16,6 +16,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/stats"
 )
 
 // failingGets is the memory store, but a Get of the key "down" fails as a
@@ -202,39 +203,31 @@ func TestMaxClientsCounted(t *testing.T) {
 	require.Equal(t, int64(1), snap.ConnectedClients)
 }
 
-// TestOutcomeSince: the outcome of each kind of reply the connection
-// commands write: an error by the code it was written with, any other
-// reply by its frame.
+// TestOutcomeSince: a connection command's outcome is its error's code
+// when it wrote an error (never read back from the bytes), else its
+// frame's.
 func TestOutcomeSince(t *testing.T) {
-	for in, want := range map[string]Outcome{
-		":1\r\n": Outcome1, ":0\r\n": Outcome0, ":10\r\n": OutcomeOK, "$-1\r\n": OutcomeNil, "*-1\r\n": OutcomeNil,
-		"_\r\n": OutcomeNil, "+OK\r\n": OutcomeOK, "$1\r\nx\r\n": OutcomeOK,
-	} {
-		w := writer{b: []byte("-ERR before\r\n"), errs: 1, lastErr: commands.ErrSyntax}
-		at, errs := len(w.b), w.errs
-		w.b = append(w.b, in...)
-		got, code := w.outcomeSince(at, errs)
-		require.Equal(t, want, got, "%q", in)
-		require.Equal(t, commands.NoError, code, "%q", in)
-	}
-	for code, want := range map[commands.ErrCode]Outcome{
-		commands.ErrSyntax: OutcomeError, commands.ErrUnavailable: OutcomeUnavailable,
-		commands.ErrMismatch: OutcomeMismatch, commands.ErrNoAuth: OutcomeError, commands.ErrWrongPass: OutcomeError,
-	} {
-		var w writer
-		w.b = append(w.b, "+OK\r\n"...)
-		at, errs := len(w.b), w.errs
-		w.fail(code)
-		got, gotCode := w.outcomeSince(at, errs)
-		require.Equal(t, want, got, "%v", code)
-		require.Equal(t, code, gotCode)
-	}
+	c := &conn{}
+	c.out.b = []byte("-ERR before\r\n")
+	c.out.errs, c.out.lastErr = 1, commands.ErrSyntax
+	at, errs := len(c.out.b), c.out.errs
+	c.out.int(1)
+	o, code := c.outcomeSince(at, errs)
+	require.Equal(t, stats.Outcome1, o)
+	require.Equal(t, commands.NoError, code)
+
+	at, errs = len(c.out.b), c.out.errs
+	c.out.fail(commands.ErrWrongPass)
+	o, code = c.outcomeSince(at, errs)
+	require.Equal(t, stats.OutcomeError, o)
+	require.Equal(t, commands.ErrWrongPass, code)
+
 	// A reply written by the commands (Reply.Err) counts by its code too.
-	var w writer
-	w.reply(commands.ErrMismatch.Reply())
-	o, code := w.outcomeSince(0, 0)
-	require.Equal(t, OutcomeMismatch, o)
-	require.Equal(t, commands.PrefixMISMATCH, code.Prefix())
+	at, errs = len(c.out.b), c.out.errs
+	c.out.reply(commands.ErrMismatch.Reply())
+	o, code = c.outcomeSince(at, errs)
+	require.Equal(t, stats.OutcomeMismatch, o)
+	require.Equal(t, commands.ErrMismatch, code)
 }
 
 // TestInfoStatsMulti: a command queued in MULTI is counted when EXEC runs
