@@ -239,7 +239,7 @@ func writeReplies(conns []*conn, replies []commands.Reply) {
 	i := 0
 	for _, c := range conns {
 		for range c.runArgs {
-			c.out.reply(replies[i])
+			c.out.Reply(replies[i])
 			i++
 		}
 	}

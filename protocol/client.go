@@ -25,27 +25,27 @@ func clientSubs() map[string]connCmd {
 		"help":                {arity: 2, run: (*conn).clientHelp},
 		"no-evict":            {arity: 3, run: (*conn).clientOnOff},
 		"no-touch":            {arity: 3, run: (*conn).clientOnOff},
-		"maint_notifications": {arity: -3, run: func(c *conn, _ [][]byte) { c.out.simple("OK") }},
+		"maint_notifications": {arity: -3, run: func(c *conn, _ [][]byte) { c.out.Simple("OK") }},
 	}
 }
 
-func (c *conn) clientID([][]byte) { c.out.int(c.id) }
+func (c *conn) clientID([][]byte) { c.out.Int(c.id) }
 
 func (c *conn) clientGetName([][]byte) {
 	if c.name == "" {
-		c.out.null()
+		c.out.Null()
 		return
 	}
-	c.out.bulkString(c.name)
+	c.out.BulkString(c.name)
 }
 
 func (c *conn) clientSetName(args [][]byte) {
 	if !validClientName(args[2]) {
-		c.out.fail(commands.ErrClientName)
+		c.out.Fail(commands.ErrClientName)
 		return
 	}
 	c.setMeta(func() { c.name = string(args[2]) })
-	c.out.simple("OK")
+	c.out.Simple("OK")
 }
 
 // CLIENT SETINFO LIB-NAME | LIB-VER value, with Redis 7.2's errors: the
@@ -59,15 +59,15 @@ func (c *conn) clientSetInfo(args [][]byte) {
 	case "lib-ver":
 		i = 1
 	default:
-		c.out.failf(commands.ErrUnrecognizedOption, attr)
+		c.out.Failf(commands.ErrUnrecognizedOption, attr)
 		return
 	}
 	if !validClientName(args[3]) {
-		c.out.failf(commands.ErrClientAttr, attr)
+		c.out.Failf(commands.ErrClientAttr, attr)
 		return
 	}
 	c.setMeta(func() { c.lib[i] = string(args[3]) })
-	c.out.simple("OK")
+	c.out.Simple("OK")
 }
 
 // setMeta changes what CLIENT LIST shows of c, under c.metaMu: CLIENT LIST
@@ -79,16 +79,16 @@ func (c *conn) setMeta(f func()) {
 }
 
 func (c *conn) clientInfo([][]byte) {
-	c.out.verbatim(c.clientLine() + "\n")
+	c.out.Verbatim(c.clientLine() + "\n")
 }
 
 // CLIENT NO-EVICT | NO-TOUCH ON | OFF
 func (c *conn) clientOnOff(args [][]byte) {
 	switch strings.ToLower(string(args[2])) {
 	case "on", "off":
-		c.out.simple("OK")
+		c.out.Simple("OK")
 	default:
-		c.out.fail(commands.ErrSyntax)
+		c.out.Fail(commands.ErrSyntax)
 	}
 }
 
@@ -148,7 +148,7 @@ func (c *conn) clientList(args [][]byte) {
 		case "master", "replica", "slave", "pubsub":
 			keep = func(client) bool { return false }
 		default:
-			c.out.failf(commands.ErrUnknownClientType, args[3])
+			c.out.Failf(commands.ErrUnknownClientType, args[3])
 			return
 		}
 	case len(args) > 3 && strings.EqualFold(string(args[2]), "id"):
@@ -156,14 +156,14 @@ func (c *conn) clientList(args [][]byte) {
 		for _, a := range args[3:] {
 			id, err := strconv.ParseInt(string(a), 10, 64)
 			if err != nil {
-				c.out.fail(commands.ErrInvalidClientID)
+				c.out.Fail(commands.ErrInvalidClientID)
 				return
 			}
 			ids[id] = true
 		}
 		keep = func(o client) bool { return ids[o.id] }
 	default:
-		c.out.fail(commands.ErrSyntax)
+		c.out.Fail(commands.ErrSyntax)
 		return
 	}
 	var b strings.Builder
@@ -173,7 +173,7 @@ func (c *conn) clientList(args [][]byte) {
 			b.WriteByte('\n')
 		}
 	}
-	c.out.verbatim(b.String())
+	c.out.Verbatim(b.String())
 }
 
 // CLIENT KILL addr | CLIENT KILL [ID id] [ADDR addr] [LADDR addr]
@@ -188,7 +188,7 @@ func (c *conn) clientKill(args [][]byte) {
 	} else {
 		for i := 2; i < len(args); i += 2 {
 			if i+1 >= len(args) {
-				c.out.fail(commands.ErrSyntax)
+				c.out.Fail(commands.ErrSyntax)
 				return
 			}
 			v := string(args[i+1])
@@ -196,7 +196,7 @@ func (c *conn) clientKill(args [][]byte) {
 			case "id":
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || n < 1 {
-					c.out.fail(commands.ErrClientIDRange)
+					c.out.Fail(commands.ErrClientIDRange)
 					return
 				}
 				id = n
@@ -210,12 +210,12 @@ func (c *conn) clientKill(args [][]byte) {
 				case "master", "replica", "slave", "pubsub":
 					none = true
 				default:
-					c.out.failf(commands.ErrUnknownClientType, v)
+					c.out.Failf(commands.ErrUnknownClientType, v)
 					return
 				}
 			case "user":
 				if v != "default" {
-					c.out.failf(commands.ErrNoSuchUser, v)
+					c.out.Failf(commands.ErrNoSuchUser, v)
 					return
 				}
 			case "skipme":
@@ -225,11 +225,11 @@ func (c *conn) clientKill(args [][]byte) {
 				case "no":
 					skipMe = false
 				default:
-					c.out.fail(commands.ErrSyntax)
+					c.out.Fail(commands.ErrSyntax)
 					return
 				}
 			default:
-				c.out.fail(commands.ErrSyntax)
+				c.out.Fail(commands.ErrSyntax)
 				return
 			}
 		}
@@ -253,18 +253,18 @@ func (c *conn) clientKill(args [][]byte) {
 	}
 	if len(args) == 3 {
 		if killed == 0 {
-			c.out.fail(commands.ErrNoSuchClient)
+			c.out.Fail(commands.ErrNoSuchClient)
 		} else {
-			c.out.simple("OK")
+			c.out.Simple("OK")
 		}
 		return
 	}
-	c.out.int(int64(killed))
+	c.out.Int(int64(killed))
 }
 
 // CLIENT HELP: Redis's text for the subcommands prepkey has.
 func (c *conn) clientHelp([][]byte) {
-	c.out.help("CLIENT",
+	help(&c.out, "CLIENT",
 		"GETNAME",
 		"    Return the name of the current connection.",
 		"ID",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/resp"
 	"github.com/prepkey/prepkey/protocol/stats"
 )
 
@@ -23,9 +24,9 @@ type conn struct {
 	gc      connIO   // gnet's Conn, or the portable transport's (portable.go)
 	loop    connLoop // the connection's event loop
 	batcher *batcher // the loop's; nil when the store does not batch
-	guard   framingGuard
+	guard   resp.FramingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
-	out     writer
+	out     resp.Writer
 	id      int64
 	authed  bool
 	name    string
@@ -120,15 +121,15 @@ const (
 func newConn(s *Server) *conn {
 	c := &conn{srv: s, id: s.nextID.Add(1), authed: s.cfg.Password == "", created: time.Now().Unix(), lastIdx: -1}
 	c.lastInput.Store(c.created)
-	c.guard.lim = c.limits
+	c.guard = resp.NewFramingGuard(c.limits)
 	return c
 }
 
-func (c *conn) limits() limits {
+func (c *conn) limits() resp.Limits {
 	if !c.authed {
-		return limits{maxArgs: preAuthMaxArgs, maxBulk: preAuthMaxBulk, maxRequest: preAuthMaxRequest, preAuth: true}
+		return resp.Limits{MaxArgs: resp.PreAuthMaxArgs, MaxBulk: resp.PreAuthMaxBulk, MaxRequest: resp.PreAuthMaxRequest, PreAuth: true}
 	}
-	return limits{maxArgs: c.srv.cfg.MaxArgs, maxBulk: c.srv.cfg.MaxBulk}
+	return resp.Limits{MaxArgs: c.srv.cfg.MaxArgs, MaxBulk: c.srv.cfg.MaxBulk}
 }
 
 // traffic is the loop's turn on the connection: input has arrived, or it
@@ -189,7 +190,7 @@ again:
 		// Framing limits are checked on bytes as they arrive, before any
 		// request is parsed. The complete requests before a refusal are
 		// answered first, as Redis does; nothing after it is read.
-		if msg, at := c.guard.scan(buf[c.scanned:]); msg != "" {
+		if msg, at := c.guard.Scan(buf[c.scanned:]); msg != "" {
 			c.refused, c.refusedAt = msg, c.scanned+at
 		}
 		c.scanned = len(buf)
@@ -236,14 +237,14 @@ serving:
 			c.srv.cfg.Logger.Warn("possible cross-protocol attack: a client sent "+
 				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
 				"id", c.id, "addr", c.gc.RemoteAddr().String())
-			c.out.b = c.out.b[:0] // nothing more reaches a browser either
+			c.out.B = c.out.B[:0] // nothing more reaches a browser either
 			return true
 		}
 		served++
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
 		case c.tx.on:
-			at, errs := len(c.out.b), c.out.errs
+			at, errs := len(c.out.B), c.out.Errs
 			c.queue(args)
 			c.noteQueued(args[0], at, errs)
 		case c.batched(args[0]):
@@ -261,7 +262,7 @@ serving:
 		default:
 			c.dispatch(args)
 		}
-		if !c.busy && len(c.out.b) >= flushAt { // a busy connection's out is the store work's
+		if !c.busy && len(c.out.B) >= flushAt { // a busy connection's out is the store work's
 			c.flush()
 			if c.unread() {
 				return true
@@ -281,10 +282,10 @@ serving:
 	}
 	if c.refused != "" && !c.quit && !c.parked {
 		// Every request before the refused framing is answered.
-		if c.guard.preAuth && c.authed {
+		if c.guard.PreAuth && c.authed {
 			// An AUTH among them lifted the limits that refused it: the
 			// rest is scanned again, from the request it begins with.
-			c.guard = framingGuard{lim: c.limits}
+			c.guard = resp.NewFramingGuard(c.limits)
 			c.refused, c.scanned = "", 0
 			goto again
 		}
@@ -304,12 +305,12 @@ serving:
 const flushAt = 64 << 10
 
 // unread reports whether the connection leaves more replies unread than it
-// may (preAuthMaxOutput before AUTH, maxOutbound after), and logs why it
+// may (resp.PreAuthMaxOutput before AUTH, maxOutbound after), and logs why it
 // is closed.
 func (c *conn) unread() bool {
 	limit, why := maxOutbound, "closing a client that does not read its replies"
 	if !c.authed {
-		limit, why = preAuthMaxOutput, "closing a client that does not read its replies before AUTH"
+		limit, why = resp.PreAuthMaxOutput, "closing a client that does not read its replies before AUTH"
 	}
 	if n := c.gc.OutboundBuffered(); n > limit {
 		c.srv.cfg.Logger.Warn(why, "id", c.id, "buffered", n, "limit", limit)
@@ -332,7 +333,7 @@ func crossProtocol(name []byte) bool {
 // does.
 func (c *conn) fail(msg string) bool {
 	c.srv.cfg.Logger.Info("closing a client after a protocol error", "id", c.id, "err", msg)
-	c.out.failf(commands.ErrProtocol, msg)
+	c.out.Failf(commands.ErrProtocol, msg)
 	c.flush()
 	if c.gc.OutboundBuffered() == 0 {
 		return true
@@ -382,14 +383,14 @@ const drainFor = 10 * time.Second
 // flush writes the replies built so far. gnet copies what the socket does
 // not take and sends it when the socket is writable.
 func (c *conn) flush() {
-	if len(c.out.b) == 0 {
+	if len(c.out.B) == 0 {
 		return
 	}
-	_, _ = c.gc.Write(c.out.b)
-	if cap(c.out.b) > 1<<20 {
-		c.out.b = nil // do not pin a burst's buffer for the connection's life
+	_, _ = c.gc.Write(c.out.B)
+	if cap(c.out.B) > 1<<20 {
+		c.out.B = nil // do not pin a burst's buffer for the connection's life
 	}
-	c.out.b = c.out.b[:0]
+	c.out.B = c.out.B[:0]
 }
 
 // batched reports whether the command named name goes to the store in a
@@ -546,22 +547,22 @@ func (c *conn) serveAgain() {
 // dispatch answers one command on the loop.
 func (c *conn) dispatch(args [][]byte) {
 	c.answered++ // counted with the notes (INFO, off the loop, flushes them first: goBusy)
-	at, errs := len(c.out.b), c.out.errs
+	at, errs := len(c.out.B), c.out.Errs
 	c.answer(args)
 	c.note(args[0], at, errs)
 }
 
 func (c *conn) answer(args [][]byte) {
 	if !c.authed && !allowedBeforeAuth(args[0]) {
-		c.out.fail(commands.ErrNoAuth)
+		c.out.Fail(commands.ErrNoAuth)
 		return
 	}
 	if r, ok := c.srv.handler.Do(context.Background(), args); ok {
-		c.out.reply(r)
+		c.out.Reply(r)
 		return
 	}
 	if c.connCommand(args) {
 		return
 	}
-	c.out.reply(commands.UnknownCommand(args))
+	c.out.Reply(commands.UnknownCommand(args))
 }

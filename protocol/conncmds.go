@@ -52,14 +52,14 @@ func (c *conn) connCommand(args [][]byte) bool {
 	case !found:
 		return false
 	case refusal.Err != commands.NoError:
-		c.out.reply(refusal)
+		c.out.Reply(refusal)
 		return true
 	}
 	if cmd.offLoop {
 		args = cloneArgs(args) // they point into gnet's buffer
 		idx, began := c.statIndex(args[0]), c.began
 		c.offload(func() {
-			errs := c.out.errs
+			errs := c.out.Errs
 			cmd.run(c, args)
 			o, p := c.outcomeSince(0, errs)
 			c.stats.Record(idx, o, p, time.Since(began))
@@ -117,18 +117,18 @@ func allowedBeforeAuth(name []byte) bool {
 func (c *conn) ping(args [][]byte) {
 	switch len(args) {
 	case 1:
-		c.out.simple("PONG")
+		c.out.Simple("PONG")
 	case 2:
-		c.out.bulk(args[1])
+		c.out.Bulk(args[1])
 	default:
-		c.out.failf(commands.ErrArity, "ping")
+		c.out.Failf(commands.ErrArity, "ping")
 	}
 }
 
-func (c *conn) echo(args [][]byte) { c.out.bulk(args[1]) }
+func (c *conn) echo(args [][]byte) { c.out.Bulk(args[1]) }
 
 func (c *conn) quitCmd([][]byte) {
-	c.out.simple("OK")
+	c.out.Simple("OK")
 	c.quit = true
 }
 
@@ -136,18 +136,18 @@ func (c *conn) selectDB(args [][]byte) {
 	n, err := strconv.Atoi(string(args[1]))
 	switch {
 	case err != nil:
-		c.out.fail(commands.ErrNotInteger)
+		c.out.Fail(commands.ErrNotInteger)
 	case n != 0:
-		c.out.fail(commands.ErrDBIndex)
+		c.out.Fail(commands.ErrDBIndex)
 	default:
-		c.out.simple("OK")
+		c.out.Simple("OK")
 	}
 }
 
 // AUTH [user] password
 func (c *conn) auth(args [][]byte) {
 	if len(args) > 3 {
-		c.out.fail(commands.ErrSyntax)
+		c.out.Fail(commands.ErrSyntax)
 		return
 	}
 	user, pass := "default", args[len(args)-1]
@@ -155,15 +155,15 @@ func (c *conn) auth(args [][]byte) {
 		user = string(args[1])
 	}
 	if c.srv.cfg.Password == "" && len(args) == 2 {
-		c.out.fail(commands.ErrAuthNoPassword)
+		c.out.Fail(commands.ErrAuthNoPassword)
 		return
 	}
 	if !c.checkPassword(user, pass) {
-		c.out.fail(commands.ErrWrongPass)
+		c.out.Fail(commands.ErrWrongPass)
 		return
 	}
 	c.authed = true
-	c.out.simple("OK")
+	c.out.Simple("OK")
 }
 
 // checkPassword accepts the one user, "default", with the configured
@@ -179,7 +179,7 @@ func (c *conn) checkPassword(user string, pass []byte) bool {
 // HELLO [protover [AUTH user pass] [SETNAME name]]
 func (c *conn) hello(args [][]byte) {
 	proto := 2
-	if c.out.resp3 {
+	if c.out.RESP3 {
 		proto = 3
 	}
 	var name []byte
@@ -187,11 +187,11 @@ func (c *conn) hello(args [][]byte) {
 	if len(args) > 1 {
 		v, err := strconv.Atoi(string(args[1]))
 		if err != nil {
-			c.out.fail(commands.ErrProtoVersion)
+			c.out.Fail(commands.ErrProtoVersion)
 			return
 		}
 		if v != 2 && v != 3 {
-			c.out.fail(commands.ErrNoProto)
+			c.out.Fail(commands.ErrNoProto)
 			return
 		}
 		proto = v
@@ -199,7 +199,7 @@ func (c *conn) hello(args [][]byte) {
 			switch opt := strings.ToLower(string(args[i])); {
 			case opt == "auth" && i+2 < len(args):
 				if !c.checkPassword(string(args[i+1]), args[i+2]) {
-					c.out.fail(commands.ErrWrongPass)
+					c.out.Fail(commands.ErrWrongPass)
 					return
 				}
 				authOK = true
@@ -208,40 +208,40 @@ func (c *conn) hello(args [][]byte) {
 				name, setName = args[i+1], true
 				i++
 			default:
-				c.out.failf(commands.ErrHelloOption, args[i])
+				c.out.Failf(commands.ErrHelloOption, args[i])
 				return
 			}
 		}
 	}
 	if !c.authed && !authOK {
-		c.out.fail(commands.ErrHelloNoAuth)
+		c.out.Fail(commands.ErrHelloNoAuth)
 		return
 	}
 	if setName {
 		if !validClientName(name) {
-			c.out.fail(commands.ErrClientName)
+			c.out.Fail(commands.ErrClientName)
 			return
 		}
 		c.setMeta(func() { c.name = string(name) })
 	}
 	c.authed = true
-	c.out.resp3 = proto == 3
+	c.out.RESP3 = proto == 3
 	c.setMeta(func() { c.proto = proto })
-	c.out.mapHeader(7)
-	c.out.bulkString("server")
-	c.out.bulkString("prepkey")
-	c.out.bulkString("version")
-	c.out.bulkString(redisVersion)
-	c.out.bulkString("proto")
-	c.out.int(int64(proto))
-	c.out.bulkString("id")
-	c.out.int(c.id)
-	c.out.bulkString("mode")
-	c.out.bulkString("standalone")
-	c.out.bulkString("role")
-	c.out.bulkString("master")
-	c.out.bulkString("modules")
-	c.out.array(0)
+	c.out.MapHeader(7)
+	c.out.BulkString("server")
+	c.out.BulkString("prepkey")
+	c.out.BulkString("version")
+	c.out.BulkString(redisVersion)
+	c.out.BulkString("proto")
+	c.out.Int(int64(proto))
+	c.out.BulkString("id")
+	c.out.Int(c.id)
+	c.out.BulkString("mode")
+	c.out.BulkString("standalone")
+	c.out.BulkString("role")
+	c.out.BulkString("master")
+	c.out.BulkString("modules")
+	c.out.Array(0)
 }
 
 // redisVersion is the Redis version whose client-facing behaviour prepkey

@@ -51,7 +51,7 @@ type pendingNote struct {
 // are written (see flushNotes). A command that went off the loop is
 // counted where its work ends.
 func (c *conn) note(name []byte, at int, errs uint32) {
-	if c.busy || at >= len(c.out.b) {
+	if c.busy || at >= len(c.out.B) {
 		return
 	}
 	o, code := c.outcomeSince(at, errs)
@@ -70,10 +70,10 @@ func (c *conn) note(name []byte, at int, errs uint32) {
 // out had written errs error replies: an error by its code (writer.errLine),
 // any other reply by its frame's type.
 func (c *conn) outcomeSince(at int, errs uint32) (stats.Outcome, commands.ErrCode) {
-	if c.out.errs != errs {
-		return stats.ErrorOutcome(c.out.lastErr)
+	if c.out.Errs != errs {
+		return stats.ErrorOutcome(c.out.LastErr)
 	}
-	return stats.FrameOutcome(c.out.b[at:]), commands.NoError
+	return stats.FrameOutcome(c.out.B[at:]), commands.NoError
 }
 
 // flushNotes counts the commands noted since the read began, and their
@@ -138,7 +138,7 @@ func newRunID() string {
 // counted as such; a command answered +QUEUED is counted when EXEC runs it
 // (recordBlock), as Redis counts it.
 func (c *conn) noteQueued(name []byte, at int, errs uint32) {
-	if c.busy || at >= len(c.out.b) || bytes.HasPrefix(c.out.b[at:], []byte("+QUEUED\r\n")) {
+	if c.busy || at >= len(c.out.B) || bytes.HasPrefix(c.out.B[at:], []byte("+QUEUED\r\n")) {
 		return
 	}
 	c.note(name, at, errs)

@@ -30,8 +30,8 @@ func BenchmarkCount(b *testing.B) {
 				if tc.count && i%pipeline == 0 {
 					c.began = time.Now()
 				}
-				at, errs := len(c.out.b), c.out.errs
-				c.out.reply(commands.Reply{Kind: commands.Int, Int: 1})
+				at, errs := len(c.out.B), c.out.Errs
+				c.out.Reply(commands.Reply{Kind: commands.Int, Int: 1})
 				if tc.count {
 					c.note(name, at, errs)
 				}
@@ -39,7 +39,7 @@ func BenchmarkCount(b *testing.B) {
 					if tc.count {
 						c.flushNotes()
 					}
-					c.out.b = c.out.b[:0]
+					c.out.B = c.out.B[:0]
 				}
 			}
 		})

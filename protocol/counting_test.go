@@ -208,23 +208,23 @@ func TestMaxClientsCounted(t *testing.T) {
 // frame's.
 func TestOutcomeSince(t *testing.T) {
 	c := &conn{}
-	c.out.b = []byte("-ERR before\r\n")
-	c.out.errs, c.out.lastErr = 1, commands.ErrSyntax
-	at, errs := len(c.out.b), c.out.errs
-	c.out.int(1)
+	c.out.B = []byte("-ERR before\r\n")
+	c.out.Errs, c.out.LastErr = 1, commands.ErrSyntax
+	at, errs := len(c.out.B), c.out.Errs
+	c.out.Int(1)
 	o, code := c.outcomeSince(at, errs)
 	require.Equal(t, stats.Outcome1, o)
 	require.Equal(t, commands.NoError, code)
 
-	at, errs = len(c.out.b), c.out.errs
-	c.out.fail(commands.ErrWrongPass)
+	at, errs = len(c.out.B), c.out.Errs
+	c.out.Fail(commands.ErrWrongPass)
 	o, code = c.outcomeSince(at, errs)
 	require.Equal(t, stats.OutcomeError, o)
 	require.Equal(t, commands.ErrWrongPass, code)
 
 	// A reply written by the commands (Reply.Err) counts by its code too.
-	at, errs = len(c.out.b), c.out.errs
-	c.out.reply(commands.ErrMismatch.Reply())
+	at, errs = len(c.out.B), c.out.Errs
+	c.out.Reply(commands.ErrMismatch.Reply())
 	o, code = c.outcomeSince(at, errs)
 	require.Equal(t, stats.OutcomeMismatch, o)
 	require.Equal(t, commands.ErrMismatch, code)

@@ -122,7 +122,7 @@ func (c *conn) info(args [][]byte) {
 		}
 	})
 	section("Keyspace", true, func(func(k, v string)) {})
-	c.out.bulkString(b.String())
+	c.out.BulkString(b.String())
 }
 
 // rssBytes is the process's resident set size, from /proc (0 elsewhere).

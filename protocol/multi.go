@@ -45,15 +45,15 @@ func (t *tx) reset() { *t = tx{} }
 // The transaction commands outside MULTI; inside it, queue answers them.
 func (c *conn) multi([][]byte) {
 	c.tx = tx{on: true}
-	c.out.simple("OK")
+	c.out.Simple("OK")
 }
 
-func (c *conn) execCmd([][]byte)    { c.out.fail(commands.ErrExecWithoutMulti) }
-func (c *conn) discardCmd([][]byte) { c.out.fail(commands.ErrDiscardWithoutMulti) }
+func (c *conn) execCmd([][]byte)    { c.out.Fail(commands.ErrExecWithoutMulti) }
+func (c *conn) discardCmd([][]byte) { c.out.Fail(commands.ErrDiscardWithoutMulti) }
 
 // watch answers WATCH and UNWATCH, anywhere.
 func (c *conn) watch(args [][]byte) {
-	c.out.failf(commands.ErrNoWatch, strings.ToUpper(string(args[0])))
+	c.out.Failf(commands.ErrNoWatch, strings.ToUpper(string(args[0])))
 }
 
 // queue answers a command read inside MULTI.
@@ -69,11 +69,11 @@ func (c *conn) queue(args [][]byte) {
 	}
 	switch name {
 	case "multi":
-		c.out.fail(commands.ErrNestedMulti) // the transaction stays open, as in Redis
+		c.out.Fail(commands.ErrNestedMulti) // the transaction stays open, as in Redis
 		return
 	case "discard":
 		c.tx.reset()
-		c.out.simple("OK")
+		c.out.Simple("OK")
 		return
 	case "exec":
 		c.exec()
@@ -100,7 +100,7 @@ func (c *conn) queue(args [][]byte) {
 	}
 	if c.tx.refused {
 		// The block will not run: what it holds is dropped already.
-		c.out.simple("QUEUED")
+		c.out.Simple("QUEUED")
 		return
 	}
 	size := 0
@@ -113,13 +113,13 @@ func (c *conn) queue(args [][]byte) {
 	}
 	c.tx.cmds = append(c.tx.cmds, cloneArgs(args)) // args point into gnet's buffer
 	c.tx.bytes += size
-	c.out.simple("QUEUED")
+	c.out.Simple("QUEUED")
 }
 
 // refuse answers a command refused while queued; EXEC will abort, so the
 // queue is dropped now.
 func (c *conn) refuse(r commands.Reply) {
-	c.out.reply(r)
+	c.out.Reply(r)
 	c.tx.refused = true
 	c.tx.cmds, c.tx.bytes = nil, 0
 }
@@ -131,7 +131,7 @@ func (c *conn) exec() {
 	t := c.tx
 	c.tx.reset()
 	if t.refused {
-		c.out.reply(commands.ExecAbortQueued())
+		c.out.Reply(commands.ExecAbortQueued())
 		return
 	}
 	c.offload(func() { c.runBlock(t.cmds) })
@@ -149,14 +149,14 @@ func (c *conn) runBlock(cmds [][][]byte) {
 	replies, abort, ok := c.execBounded(pk)
 	c.recordBlock(pk, replies, abort, ok)
 	if !ok {
-		c.out.reply(abort)
+		c.out.Reply(abort)
 		return
 	}
-	c.out.array(len(cmds))
+	c.out.Array(len(cmds))
 	j := 0
 	for _, args := range cmds {
 		if c.srv.handler.IsPK(args[0]) {
-			c.out.reply(replies[j])
+			c.out.Reply(replies[j])
 			j++
 			continue
 		}
