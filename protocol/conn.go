@@ -32,7 +32,7 @@ type conn struct {
 	name    string
 	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
 	quit    bool
-	tx      tx // between MULTI and EXEC (multi.go)
+	tx      tx // between MULTI and EXEC (transaction.go)
 
 	active time.Time // when the client last sent something (IdleTimeout)
 

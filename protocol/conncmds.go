@@ -35,7 +35,7 @@ func connCommandTable() map[string]connCmd {
 		"client":  {arity: -2, subs: clientSubs()},
 		"command": {arity: -1, run: (*conn).commandAll, subs: commandSubs()},
 		"info":    {arity: -1, run: (*conn).info, offLoop: true},
-		// Transactions (multi.go); inside MULTI, queue answers these.
+		// Transactions (transaction.go); inside MULTI, queue answers these.
 		"multi":   {arity: 1, run: (*conn).multi},
 		"exec":    {arity: 1, run: (*conn).execCmd},
 		"discard": {arity: 1, run: (*conn).discardCmd},
