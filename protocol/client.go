@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/transport"
 )
 
 // clientSubs are CLIENT's subcommands. Those a client sends on connect to
@@ -120,7 +121,7 @@ func (c *conn) clientLine() string {
 // may use.
 type client struct {
 	*conn
-	h connHandle
+	h transport.Handle
 }
 
 // clientsByID lists the open connections by id.
@@ -249,7 +250,7 @@ func (c *conn) clientKill(args [][]byte) {
 			c.quit = true // after this reply, as Redis
 			continue
 		}
-		o.h.close()
+		o.h.Close()
 	}
 	if len(args) == 3 {
 		if killed == 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/resp"
 	"github.com/prepkey/prepkey/protocol/stats"
+	"github.com/prepkey/prepkey/protocol/transport"
 )
 
 // conn is one client connection. It lives on its event loop: every field is
@@ -21,9 +22,9 @@ import (
 // to the store work under way (the batcher's, or a goroutine's: offload).
 type conn struct {
 	srv     *Server
-	gc      connIO   // gnet's Conn, or the portable transport's (portable.go)
-	loop    connLoop // the connection's event loop
-	batcher *batcher // the loop's; nil when the store does not batch
+	gc      transport.IO   // gnet's Conn, or the portable transport's (package transport)
+	loop    transport.Loop // the connection's event loop
+	batcher *batcher       // the loop's; nil when the store does not batch
 	guard   resp.FramingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
 	out     resp.Writer
@@ -62,7 +63,7 @@ type conn struct {
 	wide    int  // a window that takes in the large request at the front
 	epfd    int  // the loop's epoll descriptor, when canPause
 	// canPause is set where the loop can stop reading the connection
-	// (pause_linux.go); paused while it does.
+	// (transport/pause_linux.go); paused while it does.
 	canPause, paused bool
 	draining         bool       // closed once its replies are written (closeWhenWritten)
 	closed           bool       // closed by the loop; late results are dropped
@@ -83,7 +84,7 @@ type conn struct {
 
 	// handle is the connection for other goroutines (Shutdown wakes it);
 	// it is set under Server.mu once the loop has opened the connection.
-	handle connHandle
+	handle transport.Handle
 }
 
 // Limits on what one connection may hold in memory. Requests are bounded by
@@ -132,6 +133,46 @@ func (c *conn) limits() resp.Limits {
 	return resp.Limits{MaxArgs: c.srv.cfg.MaxArgs, MaxBulk: c.srv.cfg.MaxBulk}
 }
 
+// open sets the connection up on its loop, before it is read. What CLIENT
+// LIST shows of the socket is read here, on the loop: gnet clears it at
+// close. The handle is set here too, before the connection is served
+// (Serve sets it once enrolling returns), for CLIENT LIST and KILL; both
+// are published under the lock.
+func (c *conn) open(io transport.IO, loop transport.Loop, h transport.Handle, fd int) {
+	c.gc, c.loop, c.active = io, loop, time.Now()
+	local := io.LocalAddr()
+	c.addr, c.laddr, c.fd = transport.AddrString(io.RemoteAddr()), transport.AddrString(local), fd
+	c.unix = local != nil && local.Network() == "unix"
+	c.srv.mu.Lock()
+	c.handle = h
+	c.srv.mu.Unlock()
+}
+
+// Open sets the connection up on the portable transport (transport.Served).
+func (c *conn) Open(io transport.IO, loop transport.Loop, h transport.Handle, fd int) {
+	c.open(io, loop, h, fd)
+	// One set of counters for all (they are atomic): one a connection
+	// would grow with every connection ever served.
+	c.stats = c.srv.stats.ForLoop(nil)
+}
+
+// Traffic is traffic, for the portable transport (transport.Served).
+func (c *conn) Traffic() (closeIt bool) { return c.traffic() }
+
+// Closed is the connection's last event: late results for it are dropped;
+// the server forgets it.
+func (c *conn) Closed() {
+	c.closed = true
+	c.srv.forget(c)
+}
+
+// Holding reports whether the portable transport is to stop reading the
+// connection: it has pauseAt of input waiting behind commands being
+// answered, as flow stops epoll from reading it on gnet's loops.
+func (c *conn) Holding(inbound int) bool {
+	return (c.busy || c.parked || c.yielded) && inbound >= pauseAt
+}
+
 // traffic is the loop's turn on the connection: input has arrived, or it
 // was woken. It reports whether the connection is to be closed.
 func (c *conn) traffic() (closeIt bool) {
@@ -140,7 +181,7 @@ func (c *conn) traffic() (closeIt bool) {
 	c.paused = false // it is read: gnet turns reading on when it drains output
 	if c.draining {  // its input is no longer read (closeWhenWritten)
 		_, _ = c.gc.Discard(c.gc.InboundBuffered())
-		if c.canPause && setReading(c.epfd, c.gc, false) == nil {
+		if c.canPause && transport.SetReading(c.epfd, c.gc, false) == nil {
 			c.paused = true
 		}
 		return false
@@ -349,7 +390,7 @@ func (c *conn) fail(msg string) bool {
 // once its pending replies are written, or after drainFor.
 func (c *conn) closeWhenWritten() {
 	c.draining = true
-	if c.canPause && setReading(c.epfd, c.gc, false) == nil {
+	if c.canPause && transport.SetReading(c.epfd, c.gc, false) == nil {
 		c.paused = true
 	}
 	deadline := time.Now().Add(drainFor)
@@ -358,12 +399,12 @@ func (c *conn) closeWhenWritten() {
 		defer t.Stop()
 		done := make(chan bool, 1)
 		for range t.C {
-			err := c.loop.later(func() {
+			err := c.loop.Later(func() {
 				switch {
 				case c.closed:
 					done <- true
 				case c.gc.OutboundBuffered() == 0 || time.Now().After(deadline):
-					c.loop.closeConn(c)
+					c.loop.CloseConn(c.gc)
 					done <- true
 				default:
 					done <- false
@@ -467,7 +508,7 @@ func (c *conn) goBusy() {
 // resumeLater asks the connection's loop to resume it; called off the loop
 // when its work is done.
 func (c *conn) resumeLater() {
-	_ = c.loop.later(c.resume)
+	_ = c.loop.Later(c.resume)
 	// An error means the loops are stopping; they close the connection.
 }
 
@@ -487,7 +528,7 @@ func (c *conn) resume() {
 		return
 	}
 	if c.serve() {
-		c.loop.closeConn(c)
+		c.loop.CloseConn(c.gc)
 		return
 	}
 	c.flow()
@@ -507,7 +548,7 @@ func (c *conn) flow() {
 	if read != c.paused {
 		return // already as wanted
 	}
-	if err := setReading(c.epfd, c.gc, read); err != nil {
+	if err := transport.SetReading(c.epfd, c.gc, read); err != nil {
 		c.srv.cfg.Logger.Warn("cannot stop or resume reading a client; its input is bounded by closing it", "id", c.id, "err", err)
 		c.canPause = false
 		if !read {
@@ -524,7 +565,7 @@ func (c *conn) yield() {
 		return
 	}
 	c.yielded = true
-	_ = c.loop.later(func() {
+	_ = c.loop.Later(func() {
 		c.yielded = false
 		c.serveAgain()
 	})
@@ -538,7 +579,7 @@ func (c *conn) serveAgain() {
 		return
 	}
 	if c.serve() {
-		c.loop.closeConn(c)
+		c.loop.CloseConn(c.gc)
 		return
 	}
 	c.flow()

@@ -27,6 +27,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/stats"
+	"github.com/prepkey/prepkey/protocol/transport"
 	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
@@ -91,7 +92,7 @@ type Config struct {
 	BackendTimeout time.Duration
 	Logger         *slog.Logger
 	// Portable serves each connection on a goroutine of its own instead
-	// of gnet's event loops (portable.go); it is the only transport on
+	// of gnet's event loops (transport/portable.go); it is the only transport on
 	// wasip1, where gnet does not build.
 	Portable bool
 }
@@ -116,9 +117,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
-	loops    loops // the event loops; gnet's client mode serves accepted conns
+	loops    transport.Loops // the event loops; gnet's client mode serves accepted conns
 	conns    map[*conn]struct{}
-	batchers map[connLoop]*batcher
+	batchers map[transport.Loop]*batcher
 	open     sync.WaitGroup // one per connection until its loop closes it
 }
 
@@ -139,7 +140,7 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 		cfg.BackendTimeout = 2 * time.Second
 	}
 	return &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
-		conns: make(map[*conn]struct{}), batchers: make(map[connLoop]*batcher), connCmds: connCmds,
+		conns: make(map[*conn]struct{}), batchers: make(map[transport.Loop]*batcher), connCmds: connCmds,
 		stats: stats.New(connCmdNames(connCmds)), runID: newRunID()}
 }
 
@@ -186,7 +187,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		_ = loops.stop()
+		_ = loops.Stop()
 		return ErrServerClosed
 	}
 	s.ln, s.loops = ln, loops
@@ -216,7 +217,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-func (s *Server) accept(nc net.Conn, loops loops) {
+func (s *Server) accept(nc net.Conn, loops transport.Loops) {
 	s.stats.Received.Add(1)
 	if n := s.clients.Add(1); s.cfg.MaxClients > 0 && n > int64(s.cfg.MaxClients) {
 		s.clients.Add(-1)
@@ -239,7 +240,7 @@ func (s *Server) accept(nc net.Conn, loops loops) {
 	s.conns[c] = struct{}{}
 	s.open.Add(1)
 	s.mu.Unlock()
-	h, err := loops.enroll(nc, c)
+	h, err := loops.Enroll(nc, c)
 	if err != nil {
 		s.cfg.Logger.Warn("accept: handing the connection to an event loop", "err", err)
 		s.forget(c)
@@ -250,7 +251,7 @@ func (s *Server) accept(nc net.Conn, loops loops) {
 	closing := s.closing.Load()
 	s.mu.Unlock()
 	if closing {
-		h.wake() // Shutdown may have passed it by
+		h.Wake() // Shutdown may have passed it by
 	}
 }
 
@@ -266,7 +267,7 @@ func (s *Server) forget(c *conn) {
 // batcherFor is the batcher of loop, started on first use; nil when the
 // store does not batch (PK runs go on goroutines of their own) or answers
 // on the loop.
-func (s *Server) batcherFor(loop connLoop) *batcher {
+func (s *Server) batcherFor(loop transport.Loop) *batcher {
 	if !s.batches() {
 		return nil
 	}
@@ -290,7 +291,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	for c := range s.conns {
 		if c.handle != nil {
-			c.handle.wake() // closes it when it waits on no run
+			c.handle.Wake() // closes it when it waits on no run
 		}
 	}
 	loops := s.loops
@@ -304,7 +305,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	if loops != nil {
-		_ = loops.stop() // closes what is still open
+		_ = loops.Stop() // closes what is still open
 	}
 	s.mu.Lock()
 	for _, b := range s.batchers {
@@ -323,7 +324,7 @@ func (s *Server) closeIdle() {
 	defer t.Stop()
 	type idle struct {
 		c *conn
-		h connHandle
+		h transport.Handle
 	}
 	var list []idle
 	for range t.C {
@@ -340,10 +341,10 @@ func (s *Server) closeIdle() {
 		s.mu.Unlock()
 		for _, i := range list {
 			c := i.c
-			_ = i.h.later(func() {
+			_ = i.h.Later(func() {
 				if !c.closed && !c.busy && time.Since(c.active) > s.cfg.IdleTimeout {
 					s.cfg.Logger.Debug("closing an idle client", "id", c.id, "timeout", s.cfg.IdleTimeout)
-					c.loop.closeConn(c)
+					c.loop.CloseConn(c.gc)
 				}
 			})
 		}

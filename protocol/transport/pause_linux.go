@@ -1,6 +1,6 @@
 //go:build linux && !poll_opt
 
-package protocol
+package transport
 
 import (
 	"reflect"
@@ -26,15 +26,15 @@ import (
 // time, keeps the two apart).
 //
 // gnet keeps its epoll descriptor unexported; it is read once per
-// connection by reflection. If gnet's layout changes, pollerFD reports
+// connection by reflection. If gnet's layout changes, PollerFD reports
 // false and connections are read as before, bounded by the inbound limit
 // (close), which TestReadPause catches.
 
-// pausesReading is set where the loop can stop reading a connection.
-const pausesReading = true
+// PausesReading is set where the loop can stop reading a connection.
+const PausesReading = true
 
-// pollerFD is the epoll descriptor of gc's event loop.
-func pollerFD(gc gnet.Conn) (fd int, ok bool) {
+// PollerFD is the epoll descriptor of gc's event loop.
+func PollerFD(gc gnet.Conn) (fd int, ok bool) {
 	defer func() {
 		if recover() != nil {
 			fd, ok = 0, false
@@ -65,11 +65,11 @@ const (
 	writeEvents = unix.EPOLLOUT
 )
 
-// setReading registers gc for reads (and for writes while gnet has output
+// SetReading registers gc for reads (and for writes while gnet has output
 // to send) or, with on false, for writes only or nothing. Errors and
 // hang-ups are reported whatever is registered, so a client that goes away
 // is still closed.
-func setReading(epfd int, c connIO, on bool) error {
+func SetReading(epfd int, c IO, on bool) error {
 	gc := c.(gnet.Conn) // only gnet's connections have an epoll descriptor
 	var ev uint32
 	if on {

@@ -1,6 +1,6 @@
 //go:build (!linux || poll_opt) && !wasip1
 
-package protocol
+package transport
 
 import "github.com/panjf2000/gnet/v2"
 
@@ -8,8 +8,8 @@ import "github.com/panjf2000/gnet/v2"
 // poller reads the epoll event's data as a pointer), the sidecar does not
 // stop reading connections (see pause_linux.go): their input is bounded by
 // the inbound limit.
-const pausesReading = false
+const PausesReading = false
 
-func pollerFD(gnet.Conn) (int, bool) { return 0, false }
+func PollerFD(gnet.Conn) (int, bool) { return 0, false }
 
-func setReading(int, connIO, bool) error { return nil }
+func SetReading(int, IO, bool) error { return nil }
