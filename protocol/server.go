@@ -1,7 +1,14 @@
 // Package protocol serves the Redis protocol (RESP2, and RESP3 after
-// HELLO 3) on redcon's reader: it owns connections, AUTH, the connection
-// commands a Redis client expects, limits and pipelining, and hands PK
-// commands to package commands.
+// HELLO 3) on redcon's reader: it owns connections and their state (conn.go),
+// AUTH and the connection commands a Redis client expects (conncmds.go,
+// client.go, command.go, docs.go, info.go), MULTI/EXEC (transaction.go),
+// limits and pipelining, and the batcher and jobs that take runs of PK
+// commands to the store (batcher.go, job.go). It hands PK commands to
+// package commands and counts into package stats (counting.go).
+//
+// It may not move bytes on sockets or run event loops (package transport),
+// frame or write RESP by hand (package resp), spell an error reply (the
+// catalogue, commands.ErrCode), or reach a store but through Handler.
 //
 // Connections are served on gnet's event loops, as Redis serves them on
 // its own: a loop reads every connection that has input, answers, and
