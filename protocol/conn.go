@@ -72,9 +72,10 @@ type conn struct {
 	runFlat          [][]byte   // those arguments, one after the other
 	runArgs          [][][]byte // the run's commands, each a slice of runFlat
 
-	// Counting for INFO and metrics (counting.go, package stats): the loop's counters, when
-	// the current read began, the commands answered since (and how many
-	// the loop answered), counted at once when their replies are written.
+	// Counting for INFO and metrics (counting.go, package stats): the
+	// loop's counters, when the current read began, the commands answered
+	// since (and how many the loop answered), counted at once when their
+	// replies are written.
 	stats    *stats.Loop
 	began    time.Time
 	notes    []pendingNote
