@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/cmddocs"
 	"github.com/prepkey/prepkey/protocol/resp"
 )
 
@@ -46,8 +47,8 @@ func byName(a, b commandInfo) int { return strings.Compare(a.name, b.name) }
 // infoOf is name's entry: its flags, ACL categories and tips from
 // commandMeta, or defFlags.
 func infoOf(name string, arity int, defFlags []string) commandInfo {
-	m := commandMeta[name]
-	ci := commandInfo{name: name, arity: arity, flags: m.flags, acl: m.acl, tips: m.tips}
+	flags, acl, tips := cmddocs.Flags(name)
+	ci := commandInfo{name: name, arity: arity, flags: flags, acl: acl, tips: tips}
 	if ci.flags == nil {
 		ci.flags = defFlags
 	}
@@ -181,18 +182,8 @@ func (c *conn) commandDocs(args [][]byte) {
 		for _, s := range ci.subs {
 			subs = append(subs, s.name)
 		}
-		writeDocs(&c.out, docsOf(ci.name), subs)
+		cmddocs.Write(&c.out, ci.name, subs)
 	}
-}
-
-// docsOf is name's entry in commandMeta; a command without one (a test
-// holds that there is none) still gets the fields redis-cli needs.
-func docsOf(name string) cmdMeta {
-	m, ok := commandMeta[name]
-	if !ok {
-		m = cmdMeta{summary: "(no documentation)", group: "server"}
-	}
-	return m
 }
 
 // COMMAND HELP: Redis's text, less the subcommands prepkey does not have

@@ -1,7 +1,8 @@
 // Package protocol serves the Redis protocol (RESP2, and RESP3 after
 // HELLO 3) on redcon's reader: it owns connections and their state (conn.go),
 // AUTH and the connection commands a Redis client expects (conncmds.go,
-// client.go, command.go, docs.go, info.go), MULTI/EXEC (transaction.go),
+// client.go, command.go, info.go; what COMMAND DOCS says in package
+// cmddocs), MULTI/EXEC (transaction.go),
 // limits and pipelining, and the batcher and jobs that take runs of PK
 // commands to the store (batcher.go, job.go). It hands PK commands to
 // package commands and counts into package stats (counting.go).

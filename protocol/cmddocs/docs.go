@@ -1,4 +1,11 @@
-package protocol
+// Package cmddocs is what COMMAND INFO and COMMAND DOCS say of each command
+// (its flags, ACL categories, tips, summary, arguments), in Redis 7's format,
+// and how COMMAND DOCS writes it.
+//
+// It owns that table only: it may not know connections, the store, or which
+// commands the server answers (package protocol lists those and asks here
+// for their docs).
+package cmddocs
 
 import (
 	"strings"
@@ -6,8 +13,7 @@ import (
 	"github.com/prepkey/prepkey/protocol/resp"
 )
 
-// What COMMAND INFO and COMMAND DOCS say of each command, in Redis 7's
-// format. redis-cli builds its hints and `help` from COMMAND DOCS, so a
+// Redis 7's format. redis-cli builds its hints and `help` from COMMAND DOCS, so a
 // command without docs is a command without help there: a test holds every
 // command COMMAND lists to an entry here.
 //
@@ -246,6 +252,31 @@ var commandMeta = map[string]cmdMeta{
 		args: []argDoc{{name: "key", typ: "string", multiple: true}}},
 	"unwatch": {flags: txFlags, acl: []string{"@fast", "@transaction"},
 		summary: "Not supported by prepkey: use IFEQ conditions", since: "2.2.0", group: "transactions", complexity: "O(1)"},
+}
+
+// Flags are name's COMMAND INFO flags (nil for the server's defaults),
+// ACL categories and tips.
+func Flags(name string) (flags, acl, tips []string) {
+	m := commandMeta[name]
+	return m.flags, m.acl, m.tips
+}
+
+// Complete reports whether name has docs with a summary, a since, a group
+// and a complexity: redis-cli's hint and help need them.
+func Complete(name string) bool {
+	m, ok := commandMeta[name]
+	return ok && m.summary != "" && m.since != "" && m.group != "" && m.complexity != ""
+}
+
+// Write writes name's COMMAND DOCS map; subs are its subcommands' full
+// names. A command without docs (a test holds that there is none) still
+// gets the fields redis-cli needs.
+func Write(w *resp.Writer, name string, subs []string) {
+	m, ok := commandMeta[name]
+	if !ok {
+		m = cmdMeta{summary: "(no documentation)", group: "server"}
+	}
+	writeDocs(w, m, subs)
 }
 
 // writeDocs writes one command's COMMAND DOCS map; subs are its
