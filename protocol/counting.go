@@ -54,9 +54,13 @@ func (c *conn) note(name []byte, at int, errs uint32) {
 	if c.busy || at >= len(c.out.B) {
 		return
 	}
-	o, code := c.outcomeSince(at, errs)
+	// outcomeSince, written out: one call on the way of every command
+	// answered on the loop.
+	o := stats.FrameOutcome(c.out.B[at:])
 	idx := int32(c.statIndex(name))
-	if code != commands.NoError {
+	if c.out.Errs != errs {
+		var code commands.ErrCode
+		o, code = stats.ErrorOutcome(c.out.LastErr)
 		c.stats.CountError(code) // rare: at once
 	}
 	if k := len(c.notes) - 1; k >= 0 && c.notes[k].idx == idx && c.notes[k].o == o && c.notes[k].n < math.MaxUint32 {
