@@ -4,24 +4,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/prepkey/prepkey/protocol"
+	"github.com/prepkey/prepkey/protocol/stats"
 )
 
 // StatsSource is the RESP server's counters.
 type StatsSource interface {
-	Stats() protocol.Snapshot
+	Stats() stats.Snapshot
 }
 
 // NewRegistry is every metric of /metrics: the server's counters, read at
 // each scrape (the hot path only adds to atomic counters), the backend's
 // health, the store's own metrics when it has some, and Go's runtime and
 // process metrics.
-func NewRegistry(stats StatsSource, health *Health, store any) *prometheus.Registry {
+func NewRegistry(source StatsSource, health *Health, store any) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "prepkey"}),
-		&serverCollector{stats: stats, health: health},
+		&serverCollector{stats: source, health: health},
 	)
 	if c, ok := store.(prometheus.Collector); ok {
 		reg.MustRegister(c)
@@ -101,7 +101,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 
 // histogram turns per-bucket counts into Prometheus's cumulative buckets;
 // scale converts the bounds and the sum to the metric's unit.
-func histogram(d *prometheus.Desc, h protocol.Hist, bounds []uint64, scale float64, labels ...string) prometheus.Metric {
+func histogram(d *prometheus.Desc, h stats.Hist, bounds []uint64, scale float64, labels ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(bounds))
 	var cum uint64
 	for i, b := range bounds {

@@ -15,7 +15,7 @@ import (
 
 // Config is what the admin server serves.
 type Config struct {
-	// Stats is the RESP server's counters (protocol.Server.Stats).
+	// Stats is the RESP server's counters (protocol.Server.Stats, a stats.Snapshot).
 	Stats StatsSource
 	// Health is the backend's watched readiness.
 	Health *Health

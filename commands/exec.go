@@ -20,14 +20,8 @@ type Execer interface {
 	Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error
 }
 
-// Transaction replies whose wording clients rely on (Redis's own).
-const (
-	errExecAbortQueued = "EXECABORT Transaction discarded because of previous errors."
-	execAbortPrefix    = "EXECABORT Transaction discarded: "
-)
-
 // ExecAbortQueued is EXEC's reply after a command was refused while queued.
-func ExecAbortQueued() Reply { return errReply(errExecAbortQueued) }
+func ExecAbortQueued() Reply { return ErrExecAbortQueued.Reply() }
 
 // Check gives a PK command every check it would get on its own (arity,
 // syntax, namespace, sizes, expire time), without running it: a
@@ -59,17 +53,17 @@ func (h *Handler) Exec(ctx context.Context, cmds [][][]byte, replies []Reply) (a
 	}
 	for _, spec := range calls.specs {
 		if spec.alone {
-			return errReply(execAbortPrefix + spec.Name + " does not run in a transaction (a scan is many reads, not one isolated step)"), false
+			return ErrExecAbort.Replyf(spec.Name + " does not run in a transaction (a scan is many reads, not one isolated step)"), false
 		}
 	}
 	ex, isExecer := h.store.(Execer)
 	if !isExecer {
-		return errReply(execAbortPrefix + "this backend cannot run PK commands in a transaction"), false
+		return ErrExecAbort.Replyf("this backend cannot run PK commands in a transaction"), false
 	}
 	res := make([]backend.Result, len(calls.Ops))
 	if err := ex.Exec(ctx, calls.Ops, res); err != nil {
 		if ni, isNI := errors.AsType[*backend.NotIsolated](err); isNI {
-			return errReply(execAbortPrefix + oneLine(ni.Reason)), false
+			return ErrExecAbort.Replyf(oneLine(ni.Reason)), false
 		}
 		return unavailable(err), false
 	}

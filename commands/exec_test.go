@@ -33,7 +33,7 @@ func TestExec(t *testing.T) {
 		want      []Reply
 	}{
 		{name: "runs", store: &execStore{res: []backend.Result{{OK: true}, {Found: true, Record: backend.Record{Value: []byte("v"), Live: true}}}},
-			want: []Reply{{Kind: Int, Int: 1}, {Kind: Bulk, Bytes: []byte("v")}, errReply("ERR invalid expire time in 'pk.prepare' command")}},
+			want: []Reply{{Kind: Int, Int: 1}, {Kind: Bulk, Bytes: []byte("v")}, e("ERR invalid expire time in 'pk.prepare' command")}},
 		{name: "not isolated", store: &execStore{err: &backend.NotIsolated{Reason: "CROSSSLOT Keys in request don't hash to the same slot"}},
 			wantAbort: "EXECABORT Transaction discarded: CROSSSLOT Keys in request don't hash to the same slot"},
 		{name: "store failure", store: &execStore{err: errors.New("down")}, wantAbort: "UNAVAILABLE down"},
@@ -49,7 +49,7 @@ func TestExec(t *testing.T) {
 			abort, ok := h.Exec(t.Context(), block, replies)
 			if tt.wantAbort != "" {
 				require.False(t, ok)
-				require.Equal(t, errReply(tt.wantAbort), abort)
+				require.Equal(t, e(tt.wantAbort), abort)
 				return
 			}
 			require.True(t, ok)
@@ -70,9 +70,9 @@ func TestCheck(t *testing.T) {
 	require.True(t, ok)
 	r, ok := h.Check(args("PK.PREPARE", "ns", "a", "v", "EXAT", "1"))
 	require.False(t, ok)
-	require.Equal(t, errReply("ERR invalid expire time in 'pk.prepare' command"), r)
+	require.Equal(t, e("ERR invalid expire time in 'pk.prepare' command"), r)
 	r, ok = h.Check(args("pk.get", "bad ns", "a"))
 	require.False(t, ok)
-	require.Equal(t, errReply("ERR invalid namespace name"), r)
+	require.Equal(t, e("ERR invalid namespace name"), r)
 	require.Empty(t, h.store.(*fakeStore).calls, "Check runs nothing")
 }

@@ -105,7 +105,7 @@ func finish(spec *Spec, res backend.Result) Reply {
 		return spec.reply(res)
 	}
 	if e, ok := res.Err.(*replyError); ok {
-		return errReply(e.text)
+		return e.code.Reply()
 	}
 	if r, ok := errors.AsType[*backend.Refusal](res.Err); ok {
 		return errReply(oneLine(r.Text))
@@ -171,7 +171,7 @@ func (h *Handler) nowMs() int64 { return h.now().UnixMilli() }
 // so that a bad request is refused before the store sees it.
 func (h *Handler) checkNames(ns []byte, keys ...[]byte) (Reply, bool) {
 	if !validNamespace(ns) {
-		return errReply(errNamespace), false
+		return ErrNamespace.Reply(), false
 	}
 	for _, k := range keys {
 		if r, ok := h.limits.checkKey(k); !ok {
@@ -193,7 +193,7 @@ func (h *Handler) checkValues(values ...[]byte) (Reply, bool) {
 // unavailable reports a store failure. It is never a :0: the command may or
 // may not have taken effect, and the client must check before retrying.
 func unavailable(err error) Reply {
-	return errReply(unavailablePrefix + oneLine(err.Error()))
+	return ErrUnavailable.Replyf(oneLine(err.Error()))
 }
 
 // Unavailable is the reply to a command the store did not answer in time
@@ -217,5 +217,5 @@ func UnknownCommand(args [][]byte) Reply {
 	if len(name) > 128 {
 		name = name[:128]
 	}
-	return errReply(oneLine(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", name, list)))
+	return Reply{Kind: Error, Err: ErrUnknownCommand, Text: oneLine(ErrUnknownCommand.Linef(name, list))}
 }

@@ -86,7 +86,8 @@ func do(t *testing.T, st *fakeStore, args ...string) Reply {
 	return r
 }
 
-func e(text string) Reply { return Reply{Kind: Error, Text: text} }
+// e is the error reply whose line is text, with its code (lineCode).
+func e(text string) Reply { return Reply{Kind: Error, Err: lineCode(text), Text: text} }
 
 var (
 	one  = Reply{Kind: Int, Int: 1}

@@ -1,8 +1,5 @@
 package commands
 
-// errNotInteger is Redis's reply to an integer argument it cannot parse.
-const errNotInteger = "ERR value is not an integer or out of range"
-
 // parseInt reads b as Redis's string2ll does, which is what Redis applies
 // to every integer argument (EX, COUNT, numkeys...): an optional '-', then
 // digits with no leading zero (but "0" itself), nothing else, within int64.

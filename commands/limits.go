@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -18,16 +17,16 @@ var DefaultLimits = Limits{MaxKeyBytes: 1024, MaxValueBytes: 65536}
 func (l Limits) checkKey(key []byte) (Reply, bool) {
 	switch {
 	case len(key) == 0:
-		return errReply(fmt.Sprintf("ERR key is empty (keys are 1 to max-key-bytes (%d) bytes)", l.MaxKeyBytes)), false
+		return ErrKeyEmpty.Replyf(l.MaxKeyBytes), false
 	case len(key) > l.MaxKeyBytes:
-		return errReply(fmt.Sprintf("ERR key is larger than max-key-bytes (%d)", l.MaxKeyBytes)), false
+		return ErrKeyTooLarge.Replyf(l.MaxKeyBytes), false
 	}
 	return Reply{}, true
 }
 
 func (l Limits) checkValue(value []byte) (Reply, bool) {
 	if len(value) > l.MaxValueBytes {
-		return errReply(fmt.Sprintf("ERR value is larger than max-value-bytes (%d)", l.MaxValueBytes)), false
+		return ErrValueTooLarge.Replyf(l.MaxValueBytes), false
 	}
 	return Reply{}, true
 }

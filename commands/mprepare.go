@@ -17,12 +17,12 @@ const maxMPrepareKeys = 64
 func (h *Handler) parseMPrepare(args [][]byte) (backend.Op, Reply, bool) {
 	n, ok := parseInt(args[1])
 	if !ok || n < 1 || n > maxMPrepareKeys || int64(len(args)-2) < 3*n {
-		return backend.Op{}, errReply(errSyntax), false
+		return backend.Op{}, ErrSyntax.Reply(), false
 	}
 	end := 2 + 3*int(n)
 	o, ok := parseOptions(args[end:], optTTL)
 	if !ok {
-		return backend.Op{}, errReply(errSyntax), false
+		return backend.Op{}, ErrSyntax.Reply(), false
 	}
 	entries := make([]backend.Entry, n)
 	for i := range entries {
@@ -36,7 +36,7 @@ func (h *Handler) parseMPrepare(args [][]byte) (backend.Op, Reply, bool) {
 		entries[i] = backend.Entry{NS: string(ns), Key: key, Value: value}
 	}
 	if hasDuplicate(entries) {
-		return backend.Op{}, errReply(errDuplicateKey), false
+		return backend.Op{}, ErrDuplicateKey.Reply(), false
 	}
 	exp, r, ok := o.expiry(h.nowMs(), "pk.mprepare")
 	if !ok {

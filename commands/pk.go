@@ -13,7 +13,7 @@ import (
 func (h *Handler) parsePrepare(args [][]byte) (backend.Op, Reply, bool) {
 	o, ok := parseOptions(args[4:], optTTL)
 	if !ok {
-		return backend.Op{}, errReply(errSyntax), false
+		return backend.Op{}, ErrSyntax.Reply(), false
 	}
 	ns, key, value := args[1], args[2], args[3]
 	if r, ok := h.checkNames(ns, key); !ok {
@@ -43,7 +43,7 @@ func (h *Handler) parseGet(args [][]byte) (backend.Op, Reply, bool) {
 func (h *Handler) parseRollback(args [][]byte) (backend.Op, Reply, bool) {
 	o, ok := parseOptions(args[3:], optIfEq)
 	if !ok {
-		return backend.Op{}, errReply(errSyntax), false
+		return backend.Op{}, ErrSyntax.Reply(), false
 	}
 	ns, key := args[1], args[2]
 	if r, ok := h.checkNames(ns, key); !ok {
@@ -60,12 +60,12 @@ func (h *Handler) parseRollback(args [][]byte) (backend.Op, Reply, bool) {
 func (h *Handler) parseReprepare(args [][]byte) (backend.Op, Reply, bool) {
 	o, ok := parseOptions(args[4:], optTTL|optKeepTTL|optIfEq|optFrom)
 	if !ok || (o.hasFrom && o.keepTTL) {
-		return backend.Op{}, errReply(errSyntax), false
+		return backend.Op{}, ErrSyntax.Reply(), false
 	}
 	ns, key, value := args[1], args[2], args[3]
 	if o.hasFrom {
 		if !o.ifeq.Set {
-			return backend.Op{}, errReply(errFromNeedsIfEq), false
+			return backend.Op{}, ErrFromNeedsIfEq.Reply(), false
 		}
 		if r, ok := h.checkNames(ns, key, o.from); !ok {
 			return backend.Op{}, r, false
@@ -84,7 +84,7 @@ func (h *Handler) parseReprepare(args [][]byte) (backend.Op, Reply, bool) {
 		return backend.Op{Kind: backend.OpReprepare, NS: string(ns), Key: key, Value: value, Cond: o.ifeq, Exp: exp}, Reply{}, true
 	}
 	if string(o.from) == string(key) {
-		return backend.Op{}, errReply(errFromSameKey), false
+		return backend.Op{}, ErrFromSameKey.Reply(), false
 	}
 	return backend.Op{Kind: backend.OpMove, NS: string(ns), Key: key, Value: value, OldKey: o.from, OldValue: o.ifeq.Value, Exp: exp}, Reply{}, true
 }
@@ -125,6 +125,6 @@ func replyReprepare(res backend.Result) Reply {
 	case backend.NewKeyTaken:
 		return intReply(false)
 	default:
-		return errReply(errMismatch)
+		return ErrMismatch.Reply()
 	}
 }

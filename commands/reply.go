@@ -26,7 +26,9 @@ const (
 
 // Reply is a command's answer.
 type Reply struct {
-	Kind  ReplyKind
+	Kind ReplyKind
+	// Err is an Error's code (errors.go); Text is its line.
+	Err   ErrCode
 	Int   int64
 	Bytes []byte
 	Text  string
@@ -40,20 +42,3 @@ func intReply(ok bool) Reply {
 	}
 	return Reply{Kind: Int}
 }
-
-func errReply(text string) Reply { return Reply{Kind: Error, Text: text} }
-
-// Errors whose wording clients and tests rely on (Redis's own where Redis has
-// one).
-const (
-	errSyntax           = "ERR syntax error"
-	errNamespace        = "ERR invalid namespace name"
-	errFromNeedsIfEq    = "ERR FROM needs IFEQ oldValue"
-	errFromSameKey      = "ERR FROM key must differ from the new key"
-	errMismatch         = "MISMATCH old key has no record with that value"
-	errDuplicateKey     = "ERR duplicate key in 'pk.mprepare'"
-	errInvalidCursor    = "ERR invalid cursor"
-	unavailablePrefix   = "UNAVAILABLE "
-	wrongArgsFormat     = "ERR wrong number of arguments for '%s' command"
-	invalidExpireFormat = "ERR invalid expire time in '%s' command"
-)

@@ -39,10 +39,10 @@ func (h *Handler) parseScan(args [][]byte) (backend.Op, Reply, bool) {
 			i++
 			n, ok := parseInt(opts[i])
 			if !ok {
-				return backend.Op{}, errReply(errNotInteger), false
+				return backend.Op{}, ErrNotInteger.Reply(), false
 			}
 			if n < 1 || n > backend.MaxScanCount {
-				return backend.Op{}, errReply(errSyntax), false
+				return backend.Op{}, ErrSyntax.Reply(), false
 			}
 			count, hasCount = n, true
 		case bytes.EqualFold(w, []byte("LIVE")) && only == 0:
@@ -50,20 +50,20 @@ func (h *Handler) parseScan(args [][]byte) (backend.Op, Reply, bool) {
 		case bytes.EqualFold(w, []byte("EXPIRED")) && only == 0:
 			only = 'e'
 		default:
-			return backend.Op{}, errReply(errSyntax), false
+			return backend.Op{}, ErrSyntax.Reply(), false
 		}
 	}
 	ns, cursor := args[1], args[2]
 	if !validNamespace(ns) {
-		return backend.Op{}, errReply(errNamespace), false
+		return backend.Op{}, ErrNamespace.Reply(), false
 	}
 	if hasMatch && len(match) > h.maxPatternBytes() {
-		return backend.Op{}, errReply(fmt.Sprintf("ERR pattern is larger than 4 x max-key-bytes (%d)", h.maxPatternBytes())), false
+		return backend.Op{}, ErrPatternTooLarge.Replyf(h.maxPatternBytes()), false
 	}
 	if string(cursor) == "0" {
 		cursor = nil
 	} else if _, ok := decodeCursor(cursor); !ok {
-		return backend.Op{}, errReply(errInvalidCursor), false
+		return backend.Op{}, ErrInvalidCursor.Reply(), false
 	}
 	keep := func(backend.ScanRecord) bool { return true }
 	if hasMatch || only != 0 {
@@ -143,11 +143,11 @@ func openCursor(secret []byte, ns string, c []byte) ([]byte, bool) {
 // replyError is a failure that is the client's, found only when the
 // command runs (an invalid cursor): finish answers it as is, not as
 // -UNAVAILABLE.
-type replyError struct{ text string }
+type replyError struct{ code ErrCode }
 
-func (e *replyError) Error() string { return e.text }
+func (e *replyError) Error() string { return e.code.Line() }
 
-var errCursor = &replyError{errInvalidCursor}
+var errCursor = &replyError{ErrInvalidCursor}
 
 // secrets caches the store's secret after the first read.
 type secrets struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/transport"
 	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
@@ -39,7 +40,7 @@ import (
 // backend failed or was slow.
 type batcher struct {
 	handler Handler
-	loop    connLoop
+	loop    transport.Loop
 	offLoop atomic.Bool
 	up      link // the loop's own connection to a DriveWire store, or nil
 	srv     *Server
@@ -70,7 +71,7 @@ type batcher struct {
 // ones leave the loop: a Redis round trip or an fsync takes well under it.
 const onLoopBudget = 5 * time.Millisecond
 
-func newBatcher(s *Server, loop connLoop) *batcher {
+func newBatcher(s *Server, loop transport.Loop) *batcher {
 	b := &batcher{handler: s.handler, loop: loop, srv: s, timer: time.NewTimer(time.Hour),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), work: make(chan *job)}
 	b.timer.Stop()
@@ -135,7 +136,7 @@ func (b *batcher) submit(c *conn) {
 		b.onLoop = append(b.onLoop, c)
 		if len(b.onLoop) == 1 {
 			// Runs once the loop has served the input that is ready now.
-			_ = b.loop.later(b.runOnLoop)
+			_ = b.loop.Later(b.runOnLoop)
 		}
 		return
 	}
@@ -211,7 +212,7 @@ type wireBatch struct {
 
 func (w *wireBatch) Commands() [][][]byte { return w.cmds }
 
-func (w *wireBatch) Stored(n int, took time.Duration) { recordStoreCall(w.conns[0].stats, n, took) }
+func (w *wireBatch) Stored(n int, took time.Duration) { w.conns[0].stats.StoreCall(n, took) }
 
 // Answer writes the replies to the connections' output and resumes them.
 func (w *wireBatch) Answer(replies []commands.Reply) {
@@ -239,7 +240,7 @@ func writeReplies(conns []*conn, replies []commands.Reply) {
 	i := 0
 	for _, c := range conns {
 		for range c.runArgs {
-			c.out.reply(replies[i])
+			c.out.Reply(replies[i])
 			i++
 		}
 	}

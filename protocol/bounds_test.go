@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prepkey/prepkey/protocol/transport"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,14 +62,18 @@ func TestLoopBound(t *testing.T) {
 	}
 	srv.mu.Unlock()
 	state := make(chan [2]int, 1)
-	_ = b.loop.later(func() { state <- [2]int{b.queued, len(b.parked)} })
+	_ = b.loop.Later(func() { state <- [2]int{b.queued, len(b.parked)} })
 	require.Equal(t, [2]int{0, 0}, <-state, "commands under way, connections parked")
 }
 
-// TestReadPause: the loop can stop reading a connection (pause_linux.go
-// reads gnet's epoll descriptor by reflection): a gnet upgrade that moved
+// TestReadPause: the loop can stop reading a connection (transport/pause_linux.go
+// reads gnet's epoll descriptor by reflection; built on Linux without
+// gnet's poll_opt tag): a gnet upgrade that moved
 // it would otherwise leave deep pipelines bounded only by closing.
 func TestReadPause(t *testing.T) {
+	if !transport.PausesReading {
+		t.Skip("this build does not stop reading connections (not Linux, or gnet's poll_opt)")
+	}
 	addr, srv := serveServer(t, Config{}, &echoHandler{})
 	c := dialLines(t, addr)
 	c.send(req("PING"))
@@ -79,8 +84,8 @@ func TestReadPause(t *testing.T) {
 	}
 	srv.mu.Unlock()
 	can := make(chan bool, 1)
-	_ = conn.handle.later(func() {
-		ok := conn.canPause && setReading(conn.epfd, conn.gc, false) == nil && setReading(conn.epfd, conn.gc, true) == nil
+	_ = conn.handle.Later(func() {
+		ok := conn.canPause && transport.SetReading(conn.epfd, conn.gc, false) == nil && transport.SetReading(conn.epfd, conn.gc, true) == nil
 		can <- ok
 	})
 	require.True(t, <-can, "the loop cannot stop reading a connection")

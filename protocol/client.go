@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/transport"
 )
 
 // clientSubs are CLIENT's subcommands. Those a client sends on connect to
@@ -23,27 +26,27 @@ func clientSubs() map[string]connCmd {
 		"help":                {arity: 2, run: (*conn).clientHelp},
 		"no-evict":            {arity: 3, run: (*conn).clientOnOff},
 		"no-touch":            {arity: 3, run: (*conn).clientOnOff},
-		"maint_notifications": {arity: -3, run: func(c *conn, _ [][]byte) { c.out.simple("OK") }},
+		"maint_notifications": {arity: -3, run: func(c *conn, _ [][]byte) { c.out.Simple("OK") }},
 	}
 }
 
-func (c *conn) clientID([][]byte) { c.out.int(c.id) }
+func (c *conn) clientID([][]byte) { c.out.Int(c.id) }
 
 func (c *conn) clientGetName([][]byte) {
 	if c.name == "" {
-		c.out.null()
+		c.out.Null()
 		return
 	}
-	c.out.bulkString(c.name)
+	c.out.BulkString(c.name)
 }
 
 func (c *conn) clientSetName(args [][]byte) {
 	if !validClientName(args[2]) {
-		c.out.err(errClientName)
+		c.out.Fail(commands.ErrClientName)
 		return
 	}
 	c.setMeta(func() { c.name = string(args[2]) })
-	c.out.simple("OK")
+	c.out.Simple("OK")
 }
 
 // CLIENT SETINFO LIB-NAME | LIB-VER value, with Redis 7.2's errors: the
@@ -57,15 +60,15 @@ func (c *conn) clientSetInfo(args [][]byte) {
 	case "lib-ver":
 		i = 1
 	default:
-		c.out.err(fmt.Sprintf("ERR Unrecognized option '%s'", attr))
+		c.out.Failf(commands.ErrUnrecognizedOption, attr)
 		return
 	}
 	if !validClientName(args[3]) {
-		c.out.err(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", attr))
+		c.out.Failf(commands.ErrClientAttr, attr)
 		return
 	}
 	c.setMeta(func() { c.lib[i] = string(args[3]) })
-	c.out.simple("OK")
+	c.out.Simple("OK")
 }
 
 // setMeta changes what CLIENT LIST shows of c, under c.metaMu: CLIENT LIST
@@ -77,16 +80,16 @@ func (c *conn) setMeta(f func()) {
 }
 
 func (c *conn) clientInfo([][]byte) {
-	c.out.verbatim(c.clientLine() + "\n")
+	c.out.Verbatim(c.clientLine() + "\n")
 }
 
 // CLIENT NO-EVICT | NO-TOUCH ON | OFF
 func (c *conn) clientOnOff(args [][]byte) {
 	switch strings.ToLower(string(args[2])) {
 	case "on", "off":
-		c.out.simple("OK")
+		c.out.Simple("OK")
 	default:
-		c.out.err("ERR syntax error")
+		c.out.Fail(commands.ErrSyntax)
 	}
 }
 
@@ -118,7 +121,7 @@ func (c *conn) clientLine() string {
 // may use.
 type client struct {
 	*conn
-	h connHandle
+	h transport.Handle
 }
 
 // clientsByID lists the open connections by id.
@@ -146,7 +149,7 @@ func (c *conn) clientList(args [][]byte) {
 		case "master", "replica", "slave", "pubsub":
 			keep = func(client) bool { return false }
 		default:
-			c.out.err(fmt.Sprintf("ERR Unknown client type '%s'", args[3]))
+			c.out.Failf(commands.ErrUnknownClientType, args[3])
 			return
 		}
 	case len(args) > 3 && strings.EqualFold(string(args[2]), "id"):
@@ -154,14 +157,14 @@ func (c *conn) clientList(args [][]byte) {
 		for _, a := range args[3:] {
 			id, err := strconv.ParseInt(string(a), 10, 64)
 			if err != nil {
-				c.out.err("ERR Invalid client ID")
+				c.out.Fail(commands.ErrInvalidClientID)
 				return
 			}
 			ids[id] = true
 		}
 		keep = func(o client) bool { return ids[o.id] }
 	default:
-		c.out.err("ERR syntax error")
+		c.out.Fail(commands.ErrSyntax)
 		return
 	}
 	var b strings.Builder
@@ -171,7 +174,7 @@ func (c *conn) clientList(args [][]byte) {
 			b.WriteByte('\n')
 		}
 	}
-	c.out.verbatim(b.String())
+	c.out.Verbatim(b.String())
 }
 
 // CLIENT KILL addr | CLIENT KILL [ID id] [ADDR addr] [LADDR addr]
@@ -186,7 +189,7 @@ func (c *conn) clientKill(args [][]byte) {
 	} else {
 		for i := 2; i < len(args); i += 2 {
 			if i+1 >= len(args) {
-				c.out.err("ERR syntax error")
+				c.out.Fail(commands.ErrSyntax)
 				return
 			}
 			v := string(args[i+1])
@@ -194,7 +197,7 @@ func (c *conn) clientKill(args [][]byte) {
 			case "id":
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || n < 1 {
-					c.out.err("ERR client-id should be greater than 0")
+					c.out.Fail(commands.ErrClientIDRange)
 					return
 				}
 				id = n
@@ -208,12 +211,12 @@ func (c *conn) clientKill(args [][]byte) {
 				case "master", "replica", "slave", "pubsub":
 					none = true
 				default:
-					c.out.err(fmt.Sprintf("ERR Unknown client type '%s'", v))
+					c.out.Failf(commands.ErrUnknownClientType, v)
 					return
 				}
 			case "user":
 				if v != "default" {
-					c.out.err(fmt.Sprintf("ERR No such user '%s'", v))
+					c.out.Failf(commands.ErrNoSuchUser, v)
 					return
 				}
 			case "skipme":
@@ -223,11 +226,11 @@ func (c *conn) clientKill(args [][]byte) {
 				case "no":
 					skipMe = false
 				default:
-					c.out.err("ERR syntax error")
+					c.out.Fail(commands.ErrSyntax)
 					return
 				}
 			default:
-				c.out.err("ERR syntax error")
+				c.out.Fail(commands.ErrSyntax)
 				return
 			}
 		}
@@ -247,22 +250,22 @@ func (c *conn) clientKill(args [][]byte) {
 			c.quit = true // after this reply, as Redis
 			continue
 		}
-		o.h.close()
+		o.h.Close()
 	}
 	if len(args) == 3 {
 		if killed == 0 {
-			c.out.err("ERR No such client")
+			c.out.Fail(commands.ErrNoSuchClient)
 		} else {
-			c.out.simple("OK")
+			c.out.Simple("OK")
 		}
 		return
 	}
-	c.out.int(int64(killed))
+	c.out.Int(int64(killed))
 }
 
 // CLIENT HELP: Redis's text for the subcommands prepkey has.
 func (c *conn) clientHelp([][]byte) {
-	c.out.help("CLIENT",
+	help(&c.out, "CLIENT",
 		"GETNAME",
 		"    Return the name of the current connection.",
 		"ID",

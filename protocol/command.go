@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/cmddocs"
+	"github.com/prepkey/prepkey/protocol/resp"
 )
 
 // commandInfo is one entry of COMMAND's reply.
@@ -45,8 +47,8 @@ func byName(a, b commandInfo) int { return strings.Compare(a.name, b.name) }
 // infoOf is name's entry: its flags, ACL categories and tips from
 // commandMeta, or defFlags.
 func infoOf(name string, arity int, defFlags []string) commandInfo {
-	m := commandMeta[name]
-	ci := commandInfo{name: name, arity: arity, flags: m.flags, acl: m.acl, tips: m.tips}
+	flags, acl, tips := cmddocs.Flags(name)
+	ci := commandInfo{name: name, arity: arity, flags: flags, acl: acl, tips: tips}
 	if ci.flags == nil {
 		ci.flags = defFlags
 	}
@@ -74,27 +76,27 @@ func lookupCommand(list []commandInfo, name string) (commandInfo, bool) {
 // writeCommandInfo writes Redis 7's ten-field entry. PK commands declare no
 // Redis keys (first key 0): a namespace and key pair is not a Redis key, so
 // cluster-aware clients must not route on it.
-func (w *writer) writeCommandInfo(ci commandInfo) {
-	w.array(10)
-	w.bulkString(ci.name)
-	w.int(int64(ci.arity))
-	w.statusSet(ci.flags)
-	w.int(0)
-	w.int(0)
-	w.int(0)
-	w.statusSet(ci.acl)
-	w.setHeader(len(ci.tips))
+func writeCommandInfo(w *resp.Writer, ci commandInfo) {
+	w.Array(10)
+	w.BulkString(ci.name)
+	w.Int(int64(ci.arity))
+	w.StatusSet(ci.flags)
+	w.Int(0)
+	w.Int(0)
+	w.Int(0)
+	w.StatusSet(ci.acl)
+	w.SetHeader(len(ci.tips))
 	for _, t := range ci.tips {
-		w.bulkString(t)
+		w.BulkString(t)
 	}
-	w.setHeader(0) // key specs
+	w.SetHeader(0) // key specs
 	if ci.subs == nil {
-		w.setHeader(0)
+		w.SetHeader(0)
 		return
 	}
-	w.array(len(ci.subs))
+	w.Array(len(ci.subs))
 	for _, s := range ci.subs {
-		w.writeCommandInfo(s)
+		writeCommandInfo(w, s)
 	}
 }
 
@@ -112,21 +114,21 @@ func commandSubs() map[string]connCmd {
 // COMMAND
 func (c *conn) commandAll([][]byte) {
 	list := allCommands(c.srv.connCmds)
-	c.out.array(len(list))
+	c.out.Array(len(list))
 	for _, ci := range list {
-		c.out.writeCommandInfo(ci)
+		writeCommandInfo(&c.out, ci)
 	}
 }
 
 // COMMAND COUNT: the top-level commands, as in Redis.
 func (c *conn) commandCount([][]byte) {
-	c.out.int(int64(len(allCommands(c.srv.connCmds))))
+	c.out.Int(int64(len(allCommands(c.srv.connCmds))))
 }
 
 // COMMAND LIST: every command and subcommand. FILTERBY is not supported.
 func (c *conn) commandList(args [][]byte) {
 	if len(args) > 2 {
-		c.out.err("ERR syntax error")
+		c.out.Fail(commands.ErrSyntax)
 		return
 	}
 	var names []string
@@ -136,9 +138,9 @@ func (c *conn) commandList(args [][]byte) {
 			names = append(names, s.name)
 		}
 	}
-	c.out.array(len(names))
+	c.out.Array(len(names))
 	for _, n := range names {
-		c.out.bulkString(n)
+		c.out.BulkString(n)
 	}
 }
 
@@ -149,14 +151,14 @@ func (c *conn) commandInfo(args [][]byte) {
 		return
 	}
 	list := allCommands(c.srv.connCmds)
-	c.out.array(len(args) - 2)
+	c.out.Array(len(args) - 2)
 	for _, n := range args[2:] {
 		ci, ok := lookupCommand(list, string(n))
 		if !ok {
-			c.out.null()
+			c.out.Null()
 			continue
 		}
-		c.out.writeCommandInfo(ci)
+		writeCommandInfo(&c.out, ci)
 	}
 }
 
@@ -173,31 +175,21 @@ func (c *conn) commandDocs(args [][]byte) {
 			found = append(found, ci)
 		}
 	}
-	c.out.mapHeader(len(found))
+	c.out.MapHeader(len(found))
 	for _, ci := range found {
-		c.out.bulkString(ci.name)
+		c.out.BulkString(ci.name)
 		var subs []string
 		for _, s := range ci.subs {
 			subs = append(subs, s.name)
 		}
-		c.out.writeDocs(docsOf(ci.name), subs)
+		cmddocs.Write(&c.out, ci.name, subs)
 	}
-}
-
-// docsOf is name's entry in commandMeta; a command without one (a test
-// holds that there is none) still gets the fields redis-cli needs.
-func docsOf(name string) cmdMeta {
-	m, ok := commandMeta[name]
-	if !ok {
-		m = cmdMeta{summary: "(no documentation)", group: "server"}
-	}
-	return m
 }
 
 // COMMAND HELP: Redis's text, less the subcommands prepkey does not have
 // (GETKEYS, GETKEYSANDFLAGS, LIST's FILTERBY).
 func (c *conn) commandHelp([][]byte) {
-	c.out.help("COMMAND",
+	help(&c.out, "COMMAND",
 		"(no subcommand)",
 		"    Return details about all Redis commands.",
 		"COUNT",
@@ -215,12 +207,12 @@ func (c *conn) commandHelp([][]byte) {
 }
 
 // help writes a HELP reply as Redis's addReplyHelp does.
-func (w *writer) help(cmd string, lines ...string) {
-	w.array(len(lines) + 3)
-	w.simple(fmt.Sprintf("%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd))
+func help(w *resp.Writer, cmd string, lines ...string) {
+	w.Array(len(lines) + 3)
+	w.Simple(fmt.Sprintf("%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd))
 	for _, l := range lines {
-		w.simple(l)
+		w.Simple(l)
 	}
-	w.simple("HELP")
-	w.simple("    Print this help.")
+	w.Simple("HELP")
+	w.Simple("    Print this help.")
 }

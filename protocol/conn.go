@@ -12,6 +12,9 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/resp"
+	"github.com/prepkey/prepkey/protocol/stats"
+	"github.com/prepkey/prepkey/protocol/transport"
 )
 
 // conn is one client connection. It lives on its event loop: every field is
@@ -19,18 +22,18 @@ import (
 // to the store work under way (the batcher's, or a goroutine's: offload).
 type conn struct {
 	srv     *Server
-	gc      connIO   // gnet's Conn, or the portable transport's (portable.go)
-	loop    connLoop // the connection's event loop
-	batcher *batcher // the loop's; nil when the store does not batch
-	guard   framingGuard
+	gc      transport.IO   // gnet's Conn, or the portable transport's (package transport)
+	loop    transport.Loop // the connection's event loop
+	batcher *batcher       // the loop's; nil when the store does not batch
+	guard   resp.FramingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
-	out     writer
+	out     resp.Writer
 	id      int64
 	authed  bool
 	name    string
 	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
 	quit    bool
-	tx      tx // between MULTI and EXEC (multi.go)
+	tx      tx // between MULTI and EXEC (transaction.go)
 
 	active time.Time // when the client last sent something (IdleTimeout)
 
@@ -60,7 +63,7 @@ type conn struct {
 	wide    int  // a window that takes in the large request at the front
 	epfd    int  // the loop's epoll descriptor, when canPause
 	// canPause is set where the loop can stop reading the connection
-	// (pause_linux.go); paused while it does.
+	// (transport/pause_linux.go); paused while it does.
 	canPause, paused bool
 	draining         bool       // closed once its replies are written (closeWhenWritten)
 	closed           bool       // closed by the loop; late results are dropped
@@ -69,10 +72,11 @@ type conn struct {
 	runFlat          [][]byte   // those arguments, one after the other
 	runArgs          [][][]byte // the run's commands, each a slice of runFlat
 
-	// Counting for INFO and metrics (stats.go): the loop's counters, when
-	// the current read began, the commands answered since (and how many
-	// the loop answered), counted at once when their replies are written.
-	stats    *loopStats
+	// Counting for INFO and metrics (counting.go, package stats): the
+	// loop's counters, when the current read began, the commands answered
+	// since (and how many the loop answered), counted at once when their
+	// replies are written.
+	stats    *stats.Loop
 	began    time.Time
 	notes    []pendingNote
 	answered int64
@@ -81,7 +85,7 @@ type conn struct {
 
 	// handle is the connection for other goroutines (Shutdown wakes it);
 	// it is set under Server.mu once the loop has opened the connection.
-	handle connHandle
+	handle transport.Handle
 }
 
 // Limits on what one connection may hold in memory. Requests are bounded by
@@ -119,15 +123,55 @@ const (
 func newConn(s *Server) *conn {
 	c := &conn{srv: s, id: s.nextID.Add(1), authed: s.cfg.Password == "", created: time.Now().Unix(), lastIdx: -1}
 	c.lastInput.Store(c.created)
-	c.guard.lim = c.limits
+	c.guard = resp.NewFramingGuard(c.limits)
 	return c
 }
 
-func (c *conn) limits() limits {
+func (c *conn) limits() resp.Limits {
 	if !c.authed {
-		return limits{maxArgs: preAuthMaxArgs, maxBulk: preAuthMaxBulk, maxRequest: preAuthMaxRequest, preAuth: true}
+		return resp.Limits{MaxArgs: resp.PreAuthMaxArgs, MaxBulk: resp.PreAuthMaxBulk, MaxRequest: resp.PreAuthMaxRequest, PreAuth: true}
 	}
-	return limits{maxArgs: c.srv.cfg.MaxArgs, maxBulk: c.srv.cfg.MaxBulk}
+	return resp.Limits{MaxArgs: c.srv.cfg.MaxArgs, MaxBulk: c.srv.cfg.MaxBulk}
+}
+
+// open sets the connection up on its loop, before it is read. What CLIENT
+// LIST shows of the socket is read here, on the loop: gnet clears it at
+// close. The handle is set here too, before the connection is served
+// (Serve sets it once enrolling returns), for CLIENT LIST and KILL; both
+// are published under the lock.
+func (c *conn) open(io transport.IO, loop transport.Loop, h transport.Handle, fd int) {
+	c.gc, c.loop, c.active = io, loop, time.Now()
+	local := io.LocalAddr()
+	c.addr, c.laddr, c.fd = transport.AddrString(io.RemoteAddr()), transport.AddrString(local), fd
+	c.unix = local != nil && local.Network() == "unix"
+	c.srv.mu.Lock()
+	c.handle = h
+	c.srv.mu.Unlock()
+}
+
+// Open sets the connection up on the portable transport (transport.Served).
+func (c *conn) Open(io transport.IO, loop transport.Loop, h transport.Handle, fd int) {
+	c.open(io, loop, h, fd)
+	// One set of counters for all (they are atomic): one a connection
+	// would grow with every connection ever served.
+	c.stats = c.srv.stats.ForLoop(nil)
+}
+
+// Traffic is traffic, for the portable transport (transport.Served).
+func (c *conn) Traffic() (closeIt bool) { return c.traffic() }
+
+// Closed is the connection's last event: late results for it are dropped;
+// the server forgets it.
+func (c *conn) Closed() {
+	c.closed = true
+	c.srv.forget(c)
+}
+
+// Holding reports whether the portable transport is to stop reading the
+// connection: it has pauseAt of input waiting behind commands being
+// answered, as flow stops epoll from reading it on gnet's loops.
+func (c *conn) Holding(inbound int) bool {
+	return (c.busy || c.parked || c.yielded) && inbound >= pauseAt
 }
 
 // traffic is the loop's turn on the connection: input has arrived, or it
@@ -138,7 +182,7 @@ func (c *conn) traffic() (closeIt bool) {
 	c.paused = false // it is read: gnet turns reading on when it drains output
 	if c.draining {  // its input is no longer read (closeWhenWritten)
 		_, _ = c.gc.Discard(c.gc.InboundBuffered())
-		if c.canPause && setReading(c.epfd, c.gc, false) == nil {
+		if c.canPause && transport.SetReading(c.epfd, c.gc, false) == nil {
 			c.paused = true
 		}
 		return false
@@ -188,7 +232,7 @@ again:
 		// Framing limits are checked on bytes as they arrive, before any
 		// request is parsed. The complete requests before a refusal are
 		// answered first, as Redis does; nothing after it is read.
-		if msg, at := c.guard.scan(buf[c.scanned:]); msg != "" {
+		if msg, at := c.guard.Scan(buf[c.scanned:]); msg != "" {
 			c.refused, c.refusedAt = msg, c.scanned+at
 		}
 		c.scanned = len(buf)
@@ -235,16 +279,16 @@ serving:
 			c.srv.cfg.Logger.Warn("possible cross-protocol attack: a client sent "+
 				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
 				"id", c.id, "addr", c.gc.RemoteAddr().String())
-			c.out.b = c.out.b[:0] // nothing more reaches a browser either
+			c.out.B = c.out.B[:0] // nothing more reaches a browser either
 			return true
 		}
 		served++
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
 		case c.tx.on:
-			at := len(c.out.b)
+			at, errs := len(c.out.B), c.out.Errs
 			c.queue(args)
-			c.noteQueued(args[0], at)
+			c.noteQueued(args[0], at, errs)
 		case c.batched(args[0]):
 			if c.batcher != nil && c.batcher.full() {
 				// The loop has enough at the store: this connection
@@ -260,7 +304,7 @@ serving:
 		default:
 			c.dispatch(args)
 		}
-		if !c.busy && len(c.out.b) >= flushAt { // a busy connection's out is the store work's
+		if !c.busy && len(c.out.B) >= flushAt { // a busy connection's out is the store work's
 			c.flush()
 			if c.unread() {
 				return true
@@ -280,10 +324,10 @@ serving:
 	}
 	if c.refused != "" && !c.quit && !c.parked {
 		// Every request before the refused framing is answered.
-		if c.guard.preAuth && c.authed {
+		if c.guard.PreAuth && c.authed {
 			// An AUTH among them lifted the limits that refused it: the
 			// rest is scanned again, from the request it begins with.
-			c.guard = framingGuard{lim: c.limits}
+			c.guard = resp.NewFramingGuard(c.limits)
 			c.refused, c.scanned = "", 0
 			goto again
 		}
@@ -303,12 +347,12 @@ serving:
 const flushAt = 64 << 10
 
 // unread reports whether the connection leaves more replies unread than it
-// may (preAuthMaxOutput before AUTH, maxOutbound after), and logs why it
+// may (resp.PreAuthMaxOutput before AUTH, maxOutbound after), and logs why it
 // is closed.
 func (c *conn) unread() bool {
 	limit, why := maxOutbound, "closing a client that does not read its replies"
 	if !c.authed {
-		limit, why = preAuthMaxOutput, "closing a client that does not read its replies before AUTH"
+		limit, why = resp.PreAuthMaxOutput, "closing a client that does not read its replies before AUTH"
 	}
 	if n := c.gc.OutboundBuffered(); n > limit {
 		c.srv.cfg.Logger.Warn(why, "id", c.id, "buffered", n, "limit", limit)
@@ -331,7 +375,7 @@ func crossProtocol(name []byte) bool {
 // does.
 func (c *conn) fail(msg string) bool {
 	c.srv.cfg.Logger.Info("closing a client after a protocol error", "id", c.id, "err", msg)
-	c.out.err("ERR Protocol error: " + msg)
+	c.out.Failf(commands.ErrProtocol, msg)
 	c.flush()
 	if c.gc.OutboundBuffered() == 0 {
 		return true
@@ -347,7 +391,7 @@ func (c *conn) fail(msg string) bool {
 // once its pending replies are written, or after drainFor.
 func (c *conn) closeWhenWritten() {
 	c.draining = true
-	if c.canPause && setReading(c.epfd, c.gc, false) == nil {
+	if c.canPause && transport.SetReading(c.epfd, c.gc, false) == nil {
 		c.paused = true
 	}
 	deadline := time.Now().Add(drainFor)
@@ -356,12 +400,12 @@ func (c *conn) closeWhenWritten() {
 		defer t.Stop()
 		done := make(chan bool, 1)
 		for range t.C {
-			err := c.loop.later(func() {
+			err := c.loop.Later(func() {
 				switch {
 				case c.closed:
 					done <- true
 				case c.gc.OutboundBuffered() == 0 || time.Now().After(deadline):
-					c.loop.closeConn(c)
+					c.loop.CloseConn(c.gc)
 					done <- true
 				default:
 					done <- false
@@ -381,14 +425,14 @@ const drainFor = 10 * time.Second
 // flush writes the replies built so far. gnet copies what the socket does
 // not take and sends it when the socket is writable.
 func (c *conn) flush() {
-	if len(c.out.b) == 0 {
+	if len(c.out.B) == 0 {
 		return
 	}
-	_, _ = c.gc.Write(c.out.b)
-	if cap(c.out.b) > 1<<20 {
-		c.out.b = nil // do not pin a burst's buffer for the connection's life
+	_, _ = c.gc.Write(c.out.B)
+	if cap(c.out.B) > 1<<20 {
+		c.out.B = nil // do not pin a burst's buffer for the connection's life
 	}
-	c.out.b = c.out.b[:0]
+	c.out.B = c.out.B[:0]
 }
 
 // batched reports whether the command named name goes to the store in a
@@ -465,7 +509,7 @@ func (c *conn) goBusy() {
 // resumeLater asks the connection's loop to resume it; called off the loop
 // when its work is done.
 func (c *conn) resumeLater() {
-	_ = c.loop.later(c.resume)
+	_ = c.loop.Later(c.resume)
 	// An error means the loops are stopping; they close the connection.
 }
 
@@ -485,7 +529,7 @@ func (c *conn) resume() {
 		return
 	}
 	if c.serve() {
-		c.loop.closeConn(c)
+		c.loop.CloseConn(c.gc)
 		return
 	}
 	c.flow()
@@ -505,7 +549,7 @@ func (c *conn) flow() {
 	if read != c.paused {
 		return // already as wanted
 	}
-	if err := setReading(c.epfd, c.gc, read); err != nil {
+	if err := transport.SetReading(c.epfd, c.gc, read); err != nil {
 		c.srv.cfg.Logger.Warn("cannot stop or resume reading a client; its input is bounded by closing it", "id", c.id, "err", err)
 		c.canPause = false
 		if !read {
@@ -522,7 +566,7 @@ func (c *conn) yield() {
 		return
 	}
 	c.yielded = true
-	_ = c.loop.later(func() {
+	_ = c.loop.Later(func() {
 		c.yielded = false
 		c.serveAgain()
 	})
@@ -536,7 +580,7 @@ func (c *conn) serveAgain() {
 		return
 	}
 	if c.serve() {
-		c.loop.closeConn(c)
+		c.loop.CloseConn(c.gc)
 		return
 	}
 	c.flow()
@@ -545,22 +589,22 @@ func (c *conn) serveAgain() {
 // dispatch answers one command on the loop.
 func (c *conn) dispatch(args [][]byte) {
 	c.answered++ // counted with the notes (INFO, off the loop, flushes them first: goBusy)
-	at := len(c.out.b)
+	at, errs := len(c.out.B), c.out.Errs
 	c.answer(args)
-	c.note(args[0], at)
+	c.note(args[0], at, errs)
 }
 
 func (c *conn) answer(args [][]byte) {
 	if !c.authed && !allowedBeforeAuth(args[0]) {
-		c.out.err("NOAUTH Authentication required.")
+		c.out.Fail(commands.ErrNoAuth)
 		return
 	}
 	if r, ok := c.srv.handler.Do(context.Background(), args); ok {
-		c.out.reply(r)
+		c.out.Reply(r)
 		return
 	}
 	if c.connCommand(args) {
 		return
 	}
-	c.out.reply(commands.UnknownCommand(args))
+	c.out.Reply(commands.UnknownCommand(args))
 }

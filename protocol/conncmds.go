@@ -3,10 +3,11 @@ package protocol
 import (
 	"bytes"
 	"crypto/subtle"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prepkey/prepkey/commands"
 )
 
 // connCmd is a connection command: it answers from the connection's and the
@@ -34,7 +35,7 @@ func connCommandTable() map[string]connCmd {
 		"client":  {arity: -2, subs: clientSubs()},
 		"command": {arity: -1, run: (*conn).commandAll, subs: commandSubs()},
 		"info":    {arity: -1, run: (*conn).info, offLoop: true},
-		// Transactions (multi.go); inside MULTI, queue answers these.
+		// Transactions (transaction.go); inside MULTI, queue answers these.
 		"multi":   {arity: 1, run: (*conn).multi},
 		"exec":    {arity: 1, run: (*conn).execCmd},
 		"discard": {arity: 1, run: (*conn).discardCmd},
@@ -46,21 +47,22 @@ func connCommandTable() map[string]connCmd {
 // connCommand runs the connection command in args, arity checked. It
 // reports false when args[0] names none.
 func (c *conn) connCommand(args [][]byte) bool {
-	cmd, msg, found := c.srv.lookupConnCmd(args)
+	cmd, refusal, found := c.srv.lookupConnCmd(args)
 	switch {
 	case !found:
 		return false
-	case msg != "":
-		c.out.err(msg)
+	case refusal.Err != commands.NoError:
+		c.out.Reply(refusal)
 		return true
 	}
 	if cmd.offLoop {
 		args = cloneArgs(args) // they point into gnet's buffer
 		idx, began := c.statIndex(args[0]), c.began
 		c.offload(func() {
+			errs := c.out.Errs
 			cmd.run(c, args)
-			o, p := classifyWire(c.out.b)
-			c.srv.stats.record(c.stats, idx, o, p, time.Since(began))
+			o, p := c.outcomeSince(0, errs)
+			c.stats.Record(idx, o, p, time.Since(began))
 		})
 		return true
 	}
@@ -70,29 +72,29 @@ func (c *conn) connCommand(args [][]byte) bool {
 
 // lookupConnCmd finds the connection command that args names, down to a
 // container's subcommand (CLIENT LIST), and checks its arity. found is false
-// when args[0] names no connection command; msg is the error to answer
+// when args[0] names no connection command; refusal is the error to answer
 // when the subcommand or the arity is wrong.
-func (s *Server) lookupConnCmd(args [][]byte) (cmd connCmd, msg string, found bool) {
+func (s *Server) lookupConnCmd(args [][]byte) (cmd connCmd, refusal commands.Reply, found bool) {
 	lower := strings.ToLower(string(args[0]))
 	cmd, found = s.connCmds[lower]
 	if !found {
-		return cmd, "", false
+		return cmd, commands.Reply{}, false
 	}
 	if n := len(args); (cmd.arity > 0 && n != cmd.arity) || n < -cmd.arity {
-		return cmd, fmt.Sprintf("ERR wrong number of arguments for '%s' command", lower), true
+		return cmd, commands.ErrArity.Replyf(lower), true
 	}
 	if cmd.subs != nil && len(args) > 1 {
 		sub := strings.ToLower(string(args[1]))
 		sc, ok := cmd.subs[sub]
 		if !ok {
-			return cmd, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", args[1], strings.ToUpper(lower)), true
+			return cmd, commands.ErrUnknownSubcommand.Replyf(args[1], strings.ToUpper(lower)), true
 		}
 		if n := len(args); (sc.arity > 0 && n != sc.arity) || n < -sc.arity {
-			return cmd, fmt.Sprintf("ERR wrong number of arguments for '%s|%s' command", lower, sub), true
+			return cmd, commands.ErrSubcommandArity.Replyf(lower, sub), true
 		}
 		cmd = sc
 	}
-	return cmd, "", true
+	return cmd, commands.Reply{}, true
 }
 
 func cloneArgs(args [][]byte) [][]byte {
@@ -115,18 +117,18 @@ func allowedBeforeAuth(name []byte) bool {
 func (c *conn) ping(args [][]byte) {
 	switch len(args) {
 	case 1:
-		c.out.simple("PONG")
+		c.out.Simple("PONG")
 	case 2:
-		c.out.bulk(args[1])
+		c.out.Bulk(args[1])
 	default:
-		c.out.err("ERR wrong number of arguments for 'ping' command")
+		c.out.Failf(commands.ErrArity, "ping")
 	}
 }
 
-func (c *conn) echo(args [][]byte) { c.out.bulk(args[1]) }
+func (c *conn) echo(args [][]byte) { c.out.Bulk(args[1]) }
 
 func (c *conn) quitCmd([][]byte) {
-	c.out.simple("OK")
+	c.out.Simple("OK")
 	c.quit = true
 }
 
@@ -134,18 +136,18 @@ func (c *conn) selectDB(args [][]byte) {
 	n, err := strconv.Atoi(string(args[1]))
 	switch {
 	case err != nil:
-		c.out.err("ERR value is not an integer or out of range")
+		c.out.Fail(commands.ErrNotInteger)
 	case n != 0:
-		c.out.err("ERR DB index is out of range")
+		c.out.Fail(commands.ErrDBIndex)
 	default:
-		c.out.simple("OK")
+		c.out.Simple("OK")
 	}
 }
 
 // AUTH [user] password
 func (c *conn) auth(args [][]byte) {
 	if len(args) > 3 {
-		c.out.err("ERR syntax error")
+		c.out.Fail(commands.ErrSyntax)
 		return
 	}
 	user, pass := "default", args[len(args)-1]
@@ -153,18 +155,16 @@ func (c *conn) auth(args [][]byte) {
 		user = string(args[1])
 	}
 	if c.srv.cfg.Password == "" && len(args) == 2 {
-		c.out.err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		c.out.Fail(commands.ErrAuthNoPassword)
 		return
 	}
 	if !c.checkPassword(user, pass) {
-		c.out.err(wrongPass)
+		c.out.Fail(commands.ErrWrongPass)
 		return
 	}
 	c.authed = true
-	c.out.simple("OK")
+	c.out.Simple("OK")
 }
-
-const wrongPass = "WRONGPASS invalid username-password pair or user is disabled."
 
 // checkPassword accepts the one user, "default", with the configured
 // password, or with any password when none is set (Redis's nopass).
@@ -179,7 +179,7 @@ func (c *conn) checkPassword(user string, pass []byte) bool {
 // HELLO [protover [AUTH user pass] [SETNAME name]]
 func (c *conn) hello(args [][]byte) {
 	proto := 2
-	if c.out.resp3 {
+	if c.out.RESP3 {
 		proto = 3
 	}
 	var name []byte
@@ -187,11 +187,11 @@ func (c *conn) hello(args [][]byte) {
 	if len(args) > 1 {
 		v, err := strconv.Atoi(string(args[1]))
 		if err != nil {
-			c.out.err("ERR Protocol version is not an integer or out of range")
+			c.out.Fail(commands.ErrProtoVersion)
 			return
 		}
 		if v != 2 && v != 3 {
-			c.out.err("NOPROTO unsupported protocol version")
+			c.out.Fail(commands.ErrNoProto)
 			return
 		}
 		proto = v
@@ -199,7 +199,7 @@ func (c *conn) hello(args [][]byte) {
 			switch opt := strings.ToLower(string(args[i])); {
 			case opt == "auth" && i+2 < len(args):
 				if !c.checkPassword(string(args[i+1]), args[i+2]) {
-					c.out.err(wrongPass)
+					c.out.Fail(commands.ErrWrongPass)
 					return
 				}
 				authOK = true
@@ -208,48 +208,46 @@ func (c *conn) hello(args [][]byte) {
 				name, setName = args[i+1], true
 				i++
 			default:
-				c.out.err(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", args[i]))
+				c.out.Failf(commands.ErrHelloOption, args[i])
 				return
 			}
 		}
 	}
 	if !c.authed && !authOK {
-		c.out.err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		c.out.Fail(commands.ErrHelloNoAuth)
 		return
 	}
 	if setName {
 		if !validClientName(name) {
-			c.out.err(errClientName)
+			c.out.Fail(commands.ErrClientName)
 			return
 		}
 		c.setMeta(func() { c.name = string(name) })
 	}
 	c.authed = true
-	c.out.resp3 = proto == 3
+	c.out.RESP3 = proto == 3
 	c.setMeta(func() { c.proto = proto })
-	c.out.mapHeader(7)
-	c.out.bulkString("server")
-	c.out.bulkString("prepkey")
-	c.out.bulkString("version")
-	c.out.bulkString(redisVersion)
-	c.out.bulkString("proto")
-	c.out.int(int64(proto))
-	c.out.bulkString("id")
-	c.out.int(c.id)
-	c.out.bulkString("mode")
-	c.out.bulkString("standalone")
-	c.out.bulkString("role")
-	c.out.bulkString("master")
-	c.out.bulkString("modules")
-	c.out.array(0)
+	c.out.MapHeader(7)
+	c.out.BulkString("server")
+	c.out.BulkString("prepkey")
+	c.out.BulkString("version")
+	c.out.BulkString(redisVersion)
+	c.out.BulkString("proto")
+	c.out.Int(int64(proto))
+	c.out.BulkString("id")
+	c.out.Int(c.id)
+	c.out.BulkString("mode")
+	c.out.BulkString("standalone")
+	c.out.BulkString("role")
+	c.out.BulkString("master")
+	c.out.BulkString("modules")
+	c.out.Array(0)
 }
 
 // redisVersion is the Redis version whose client-facing behaviour prepkey
 // follows; clients that gate features on HELLO's or INFO's version see a
 // current Redis. prepkey's own version is INFO's prepkey_version.
 const redisVersion = "7.2.0"
-
-const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
 
 // validClientName is Redis's rule: printable ASCII without spaces.
 func validClientName(name []byte) bool {

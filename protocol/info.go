@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"github.com/prepkey/prepkey/protocol/stats"
 	"maps"
 	"os"
 	"runtime"
@@ -90,7 +91,7 @@ func (c *conn) info(args [][]byte) {
 			}
 			// As in Redis: calls are those that ran (failed ones too),
 			// rejected_calls those refused before (argument errors).
-			rejected := cs.Outcomes[OutcomeError]
+			rejected := cs.Outcomes[stats.OutcomeError]
 			calls := cs.Calls() - rejected
 			usec := cs.Latency.Sum / 1000
 			perCall := 0.0
@@ -98,7 +99,7 @@ func (c *conn) info(args [][]byte) {
 				perCall = float64(usec) / float64(calls)
 			}
 			add("cmdstat_"+cs.Name, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
-				calls, usec, perCall, rejected, cs.Outcomes[OutcomeUnavailable]))
+				calls, usec, perCall, rejected, cs.Outcomes[stats.OutcomeUnavailable]))
 		}
 	})
 	section("Errorstats", true, func(add func(k, v string)) {
@@ -121,7 +122,7 @@ func (c *conn) info(args [][]byte) {
 		}
 	})
 	section("Keyspace", true, func(func(k, v string)) {})
-	c.out.bulkString(b.String())
+	c.out.BulkString(b.String())
 }
 
 // rssBytes is the process's resident set size, from /proc (0 elsewhere).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/transport"
 )
 
 // job is one batch of runs at the store (Handler.Batch), on a goroutine
@@ -33,7 +34,7 @@ import (
 // resumed once, by the loop if it still waits on the job (state), else
 // through the loop's queue.
 type job struct {
-	loop    connLoop
+	loop    transport.Loop
 	conns   []*conn
 	cmds    [][][]byte
 	timeout time.Duration
@@ -73,7 +74,7 @@ const jobChunk = 1024
 // startJob sends the runs of conns to the store on a goroutine and returns
 // at once. A loop that will wait for the job passes waited; otherwise the
 // job resumes the connections itself.
-func startJob(s *Server, loop connLoop, conns []*conn, b *batcher, waited bool) *job {
+func startJob(s *Server, loop transport.Loop, conns []*conn, b *batcher, waited bool) *job {
 	j := &job{loop: loop, conns: conns, cmds: runsOf(conns), timeout: s.cfg.BackendTimeout,
 		began: time.Now(), b: b, chunk: jobChunk, answered: make(chan struct{})}
 	if s.drive == backend.DriveCalls {
@@ -144,7 +145,7 @@ func (j *job) run(h Handler) {
 		called := time.Now()
 		h.Batch(ctx, j.cmds[start:end], replies[start:end])
 		cancel()
-		recordStoreCall(j.conns[0].stats, end-start, time.Since(called))
+		j.conns[0].stats.StoreCall(end-start, time.Since(called))
 		j.progress.Store(int64(time.Since(j.began)))
 	}
 	j.mu.Lock()
@@ -209,7 +210,7 @@ func (j *job) finish(replies []commands.Reply, late bool) {
 		return // the loop waits in wait and resumes them
 	}
 	conns := j.conns
-	_ = j.loop.later(func() { resumeAll(conns) })
+	_ = j.loop.Later(func() { resumeAll(conns) })
 	// An error means the loops are stopping; they close the connections.
 }
 

@@ -2,18 +2,18 @@
 
 package protocol
 
+import "github.com/prepkey/prepkey/protocol/transport"
+
 // On wasip1 gnet does not build (it needs epoll or kqueue): the portable
 // transport serves every connection.
-func (s *Server) startLoops() (loops, error) { return newPortableLoops(s), nil }
+func (s *Server) startLoops() (transport.Loops, error) {
+	return transport.StartPortable(s.closing.Load), nil
+}
 
 // newLink: a loop's own connection to a store (package upstream) needs
 // gnet. On wasip1 no store is reached so (WASI preview 1 cannot connect),
 // and the portable transport has no batcher to hold one.
-func newLink(*Server, connLoop) link { return nil }
-
-// setReading: no epoll; the portable transport stops reading a connection
-// itself (portable.go).
-func setReading(int, connIO, bool) error { return nil }
+func newLink(*Server, transport.Loop) link { return nil }
 
 // cpuSeconds: WASI has no getrusage; INFO shows 0.
 func cpuSeconds() (user, sys float64) { return 0, 0 }

@@ -1,7 +1,15 @@
 // Package protocol serves the Redis protocol (RESP2, and RESP3 after
-// HELLO 3) on redcon's reader: it owns connections, AUTH, the connection
-// commands a Redis client expects, limits and pipelining, and hands PK
-// commands to package commands.
+// HELLO 3) on redcon's reader: it owns connections and their state (conn.go),
+// AUTH and the connection commands a Redis client expects (conncmds.go,
+// client.go, command.go, info.go; what COMMAND DOCS says in package
+// cmddocs), MULTI/EXEC (transaction.go),
+// limits and pipelining, and the batcher and jobs that take runs of PK
+// commands to the store (batcher.go, job.go). It hands PK commands to
+// package commands and counts into package stats (counting.go).
+//
+// It may not move bytes on sockets or run event loops (package transport),
+// frame or write RESP by hand (package resp), spell an error reply (the
+// catalogue, commands.ErrCode), or reach a store but through Handler.
 //
 // Connections are served on gnet's event loops, as Redis serves them on
 // its own: a loop reads every connection that has input, answers, and
@@ -22,8 +30,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidwall/redcon"
+
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/stats"
+	"github.com/prepkey/prepkey/protocol/transport"
 	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
@@ -88,7 +100,7 @@ type Config struct {
 	BackendTimeout time.Duration
 	Logger         *slog.Logger
 	// Portable serves each connection on a goroutine of its own instead
-	// of gnet's event loops (portable.go); it is the only transport on
+	// of gnet's event loops (transport/portable.go); it is the only transport on
 	// wasip1, where gnet does not build.
 	Portable bool
 }
@@ -103,7 +115,7 @@ type Server struct {
 	started time.Time
 	// connCmds is the table of connection commands.
 	connCmds map[string]connCmd
-	stats    *stats
+	stats    *stats.Counters
 	runID    string // INFO's run_id: tells a restart apart
 
 	nextID    atomic.Int64
@@ -113,9 +125,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
-	loops    loops // the event loops; gnet's client mode serves accepted conns
+	loops    transport.Loops // the event loops; gnet's client mode serves accepted conns
 	conns    map[*conn]struct{}
-	batchers map[connLoop]*batcher
+	batchers map[transport.Loop]*batcher
 	open     sync.WaitGroup // one per connection until its loop closes it
 }
 
@@ -136,8 +148,8 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 		cfg.BackendTimeout = 2 * time.Second
 	}
 	return &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
-		conns: make(map[*conn]struct{}), batchers: make(map[connLoop]*batcher), connCmds: connCmds,
-		stats: newStats(connCmds), runID: newRunID()}
+		conns: make(map[*conn]struct{}), batchers: make(map[transport.Loop]*batcher), connCmds: connCmds,
+		stats: stats.New(connCmdNames(connCmds)), runID: newRunID()}
 }
 
 // driveOf is the one place that decides how PK commands reach the store:
@@ -183,7 +195,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		_ = loops.stop()
+		_ = loops.Stop()
 		return ErrServerClosed
 	}
 	s.ln, s.loops = ln, loops
@@ -213,15 +225,15 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-func (s *Server) accept(nc net.Conn, loops loops) {
-	s.stats.received.Add(1)
+func (s *Server) accept(nc net.Conn, loops transport.Loops) {
+	s.stats.Received.Add(1)
 	if n := s.clients.Add(1); s.cfg.MaxClients > 0 && n > int64(s.cfg.MaxClients) {
 		s.clients.Add(-1)
-		s.stats.rejected.Add(1)
+		s.stats.Rejected.Add(1)
 		s.cfg.Logger.Warn("connection refused: max number of clients reached", "id", s.nextID.Add(1),
 			"remote", nc.RemoteAddr().String(), "maxclients", s.cfg.MaxClients)
 		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = nc.Write([]byte("-ERR max number of clients reached\r\n"))
+		_, _ = nc.Write(redcon.AppendError(nil, commands.ErrMaxClients.Line()))
 		_ = nc.Close()
 		return
 	}
@@ -236,7 +248,7 @@ func (s *Server) accept(nc net.Conn, loops loops) {
 	s.conns[c] = struct{}{}
 	s.open.Add(1)
 	s.mu.Unlock()
-	h, err := loops.enroll(nc, c)
+	h, err := loops.Enroll(nc, c)
 	if err != nil {
 		s.cfg.Logger.Warn("accept: handing the connection to an event loop", "err", err)
 		s.forget(c)
@@ -247,7 +259,7 @@ func (s *Server) accept(nc net.Conn, loops loops) {
 	closing := s.closing.Load()
 	s.mu.Unlock()
 	if closing {
-		h.wake() // Shutdown may have passed it by
+		h.Wake() // Shutdown may have passed it by
 	}
 }
 
@@ -263,7 +275,7 @@ func (s *Server) forget(c *conn) {
 // batcherFor is the batcher of loop, started on first use; nil when the
 // store does not batch (PK runs go on goroutines of their own) or answers
 // on the loop.
-func (s *Server) batcherFor(loop connLoop) *batcher {
+func (s *Server) batcherFor(loop transport.Loop) *batcher {
 	if !s.batches() {
 		return nil
 	}
@@ -287,7 +299,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	for c := range s.conns {
 		if c.handle != nil {
-			c.handle.wake() // closes it when it waits on no run
+			c.handle.Wake() // closes it when it waits on no run
 		}
 	}
 	loops := s.loops
@@ -301,7 +313,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	if loops != nil {
-		_ = loops.stop() // closes what is still open
+		_ = loops.Stop() // closes what is still open
 	}
 	s.mu.Lock()
 	for _, b := range s.batchers {
@@ -320,7 +332,7 @@ func (s *Server) closeIdle() {
 	defer t.Stop()
 	type idle struct {
 		c *conn
-		h connHandle
+		h transport.Handle
 	}
 	var list []idle
 	for range t.C {
@@ -337,10 +349,10 @@ func (s *Server) closeIdle() {
 		s.mu.Unlock()
 		for _, i := range list {
 			c := i.c
-			_ = i.h.later(func() {
+			_ = i.h.Later(func() {
 				if !c.closed && !c.busy && time.Since(c.active) > s.cfg.IdleTimeout {
 					s.cfg.Logger.Debug("closing an idle client", "id", c.id, "timeout", s.cfg.IdleTimeout)
-					c.loop.closeConn(c)
+					c.loop.CloseConn(c.gc)
 				}
 			})
 		}

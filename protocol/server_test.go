@@ -98,7 +98,7 @@ func (h *echoHandler) Check(args [][]byte) (commands.Reply, bool) {
 func (h *echoHandler) Exec(ctx context.Context, cmds [][][]byte, replies []commands.Reply) (commands.Reply, bool) {
 	for _, args := range cmds {
 		if len(args) > 1 && string(args[1]) == "fail" {
-			return commands.Reply{Kind: commands.Error, Text: "UNAVAILABLE fake: failed"}, false
+			return commands.ErrUnavailable.Replyf("fake: failed"), false
 		}
 	}
 	h.Batch(ctx, cmds, replies)

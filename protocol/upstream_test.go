@@ -229,7 +229,7 @@ func upstreamsAre(t *testing.T, srv *Server, loops int, up bool) {
 		}
 		for _, b := range batchers {
 			ready := make(chan bool, 1)
-			_ = b.loop.later(func() { ready <- b.ready() })
+			_ = b.loop.Later(func() { ready <- b.ready() })
 			if <-ready != up {
 				return false
 			}

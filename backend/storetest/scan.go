@@ -243,11 +243,11 @@ func testScanCursors(t *testing.T, newStore NewStore) {
 	}
 	for _, c := range invalid {
 		r := e.do(h, "PK.SCAN", ns, c)
-		require.Equal(t, commands.Reply{Kind: commands.Error, Text: "ERR invalid cursor"}, r, "cursor %q", c)
+		require.Equal(t, commands.Reply{Kind: commands.Error, Err: commands.ErrInvalidCursor, Text: "ERR invalid cursor"}, r, "cursor %q", c)
 	}
 	// A cursor handed out for ns is not good for another namespace.
 	r = e.do(h, "PK.SCAN", "ns2", cursor)
-	require.Equal(t, commands.Reply{Kind: commands.Error, Text: "ERR invalid cursor"}, r)
+	require.Equal(t, commands.Reply{Kind: commands.Error, Err: commands.ErrInvalidCursor, Text: "ERR invalid cursor"}, r)
 
 	// A cursor is the store's, not the Handler's: another Handler (as
 	// after a restart of the sidecar) takes it and goes on.

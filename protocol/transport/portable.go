@@ -1,4 +1,4 @@
-package protocol
+package transport
 
 import (
 	"net"
@@ -7,52 +7,6 @@ import (
 	"time"
 )
 
-// A connection is served by a transport: gnet's event loops (loop.go) or,
-// where gnet does not build (GOOS=wasip1: no epoll) or with
-// Config.Portable, the portable transport below, a goroutine per
-// connection over any net.Listener. Both drive the same conn: the same
-// framing guard, parsing, command handling and replies (conn.serve); a
-// transport only moves bytes and decides where conn's code runs.
-
-// connIO is what a conn needs of its socket: an input buffer it parses in
-// place, and writes.
-type connIO interface {
-	// Peek(-1) is all the input received and not discarded.
-	Peek(n int) ([]byte, error)
-	Discard(n int) (int, error)
-	Write(b []byte) (int, error)
-	InboundBuffered() int
-	OutboundBuffered() int
-	RemoteAddr() net.Addr
-}
-
-// connLoop is where a conn's code runs, one thing at a time.
-type connLoop interface {
-	// later runs f on the loop, after what runs there now.
-	later(f func()) error
-	// closeConn closes c; called on the loop.
-	closeConn(c *conn)
-}
-
-// connHandle is a connection as other goroutines reach it.
-type connHandle interface {
-	// wake has the loop look at the connection again, as if input had
-	// arrived (Shutdown).
-	wake()
-	// close closes the connection (CLIENT KILL).
-	close()
-	// later runs f on the connection's loop.
-	later(f func()) error
-}
-
-// loops is a transport as the Server drives it.
-type loops interface {
-	// enroll has the transport serve nc as c.
-	enroll(nc net.Conn, c *conn) (connHandle, error)
-	// stop closes every connection still open.
-	stop() error
-}
-
 // portableLoops serves each connection on a goroutine of its own that
 // reads and, under the connection's lock (its "loop"), runs conn's code,
 // and one that writes its replies, so that, as on gnet, conn's writes never
@@ -60,9 +14,18 @@ type loops interface {
 // and bounded by conn's limits.
 // There is no batcher: a store that batches gets each run of a connection
 // from a goroutine of its own (conn.offload), as one Handler.Batch.
-type portableLoops struct{ s *Server }
+type portableLoops struct {
+	closing func() bool // the server is shutting down: close at once
 
-func newPortableLoops(s *Server) loops { return portableLoops{s} }
+	mu    sync.Mutex
+	conns map[*portableConn]struct{} // open, for Stop
+}
+
+// StartPortable starts the portable transport; closing reports whether the
+// server is shutting down (a connection enrolled then is closed at once).
+func StartPortable(closing func() bool) Loops {
+	return &portableLoops{closing: closing, conns: make(map[*portableConn]struct{})}
+}
 
 // portableRead is the size of one read. Bytes are copied into the
 // connection's input from it; a request larger than one read collects there.
@@ -71,47 +34,41 @@ const portableRead = 16 << 10
 // portableKeep bounds the input buffer a connection keeps between requests.
 const portableKeep = 64 << 10
 
-func (l portableLoops) enroll(nc net.Conn, c *conn) (connHandle, error) {
-	p := &portableConn{nc: nc, c: c}
+func (l *portableLoops) Enroll(nc net.Conn, c Served) (Handle, error) {
+	p := &portableConn{nc: nc, c: c, loops: l}
 	p.wcond.L, p.rcond.L = &p.wmu, &p.mu
-	c.gc, c.loop, c.active = p, p, time.Now()
-	// One set of counters for all (they are atomic): one a connection
-	// would grow with every connection ever served.
-	c.stats = l.s.stats.forLoop(nil)
-	// What CLIENT LIST shows of the socket, and the handle, are published
-	// before the connection is served, as gnet's OnOpen does.
-	c.addr, c.laddr, c.fd = p.RemoteAddr().String(), addrString(nc.LocalAddr()), -1
-	c.unix = nc.LocalAddr() != nil && nc.LocalAddr().Network() == "unix"
+	fd := -1
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
-			_ = rc.Control(func(fd uintptr) { c.fd = int(fd) })
+			_ = rc.Control(func(f uintptr) { fd = int(f) })
 		}
 	}
-	l.s.mu.Lock()
-	c.handle = p
-	l.s.mu.Unlock()
+	// The connection is set up before it is served, as gnet's OnOpen does.
+	c.Open(p, p, p, fd)
+	l.mu.Lock()
+	l.conns[p] = struct{}{}
+	l.mu.Unlock()
 	go p.write()
-	go p.read(l.s.closing.Load())
+	go p.read(l.closing())
 	return p, nil
 }
 
-// stop closes the connections; their readers then stop.
-func (l portableLoops) stop() error {
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
-	for c := range l.s.conns {
-		if p, ok := c.gc.(*portableConn); ok {
-			_ = p.nc.Close()
-		}
+// Stop closes the connections; their readers then stop.
+func (l *portableLoops) Stop() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p := range l.conns {
+		_ = p.nc.Close()
 	}
 	return nil
 }
 
-// portableConn is one connection of the portable transport: connIO and
-// connLoop for its conn.
+// portableConn is one connection of the portable transport: IO, Loop and
+// Handle for its connection.
 type portableConn struct {
-	nc net.Conn
-	c  *conn
+	nc    net.Conn
+	c     Served
+	loops *portableLoops
 
 	mu     sync.Mutex // held while conn's code runs: the connection's loop
 	rcond  sync.Cond  // on mu: conn's code ran, the reader may go on
@@ -157,7 +114,7 @@ func (p *portableConn) read(closing bool) {
 			if len(p.in) == n && cap(p.in) <= portableKeep {
 				p.keep = p.in[:0]
 			}
-			if p.c.traffic() {
+			if p.c.Traffic() {
 				p.closeLocked()
 			}
 		}
@@ -169,13 +126,10 @@ func (p *portableConn) read(closing bool) {
 }
 
 // holding reports whether the connection is not to be read now: it has
-// pauseAt of input waiting behind commands being answered (conn.flow, which
-// on gnet's loops stops epoll from reading it). So a deep pipeline waits in
-// the client's socket, not in the sidecar.
-func (p *portableConn) holding() bool {
-	c := p.c
-	return (c.busy || c.parked || c.yielded) && len(p.in) >= pauseAt
-}
+// too much input waiting behind commands being answered (Served.Holding;
+// on gnet's loops the connection stops epoll from reading it). So a deep
+// pipeline waits in the client's socket, not in the sidecar.
+func (p *portableConn) holding() bool { return p.c.Holding(len(p.in)) }
 
 // closeLocked closes the connection once, and forgets it, as gnet's
 // OnClose does.
@@ -185,8 +139,10 @@ func (p *portableConn) closeLocked() {
 	}
 	p.closed = true
 	p.rcond.Broadcast()
-	p.c.closed = true
-	p.c.srv.forget(p.c)
+	p.c.Closed()
+	p.loops.mu.Lock()
+	delete(p.loops.conns, p)
+	p.loops.mu.Unlock()
 	// The writer writes out what is left, then closes the socket, which
 	// stops the reader.
 	_ = p.nc.SetWriteDeadline(time.Now().Add(closeWait))
@@ -232,22 +188,22 @@ func (p *portableConn) write() {
 	_ = p.nc.Close()
 }
 
-func (p *portableConn) wake() {
+func (p *portableConn) Wake() {
 	go func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if !p.closed && p.c.traffic() {
+		if !p.closed && p.c.Traffic() {
 			p.closeLocked()
 		}
 		p.rcond.Broadcast()
 	}()
 }
 
-func (p *portableConn) close() {
-	_ = p.later(p.closeLocked)
+func (p *portableConn) Close() {
+	_ = p.Later(p.closeLocked)
 }
 
-func (p *portableConn) later(f func()) error {
+func (p *portableConn) Later(f func()) error {
 	go func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -257,7 +213,8 @@ func (p *portableConn) later(f func()) error {
 	return nil
 }
 
-func (p *portableConn) closeConn(*conn) { p.closeLocked() }
+// Close closes the connection, as its loop (it is its own).
+func (p *portableConn) CloseConn(IO) { p.closeLocked() }
 
 func (p *portableConn) Peek(n int) ([]byte, error) {
 	if n < 0 || n > len(p.in) {
@@ -302,15 +259,10 @@ func (p *portableConn) RemoteAddr() net.Addr {
 	return unknownAddr{} // a socket inherited on wasip1 has no address
 }
 
+func (p *portableConn) LocalAddr() net.Addr { return p.nc.LocalAddr() }
+
 // unknownAddr stands for an address the platform does not tell.
 type unknownAddr struct{}
 
 func (unknownAddr) Network() string { return "unknown" }
 func (unknownAddr) String() string  { return "?" }
-
-func addrString(a net.Addr) string {
-	if a == nil {
-		return ""
-	}
-	return a.String()
-}

@@ -1,4 +1,4 @@
-package protocol
+package resp
 
 import (
 	"math/rand/v2"
@@ -21,12 +21,12 @@ func req(args ...string) string {
 
 // scanAll feeds stream to a guard in pieces cut at random, as TCP may
 // deliver it, and returns the first refusal.
-func scanAll(stream string, lim limits, seed uint64) string {
-	g := &framingGuard{lim: func() limits { return lim }}
+func scanAll(stream string, lim Limits, seed uint64) string {
+	g := &FramingGuard{lim: func() Limits { return lim }}
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for len(stream) > 0 {
 		n := 1 + rng.IntN(min(len(stream), 7))
-		if msg, _ := g.scan([]byte(stream[:n])); msg != "" {
+		if msg, _ := g.Scan([]byte(stream[:n])); msg != "" {
 			return msg
 		}
 		stream = stream[n:]
@@ -35,8 +35,8 @@ func scanAll(stream string, lim limits, seed uint64) string {
 }
 
 func TestGuard(t *testing.T) {
-	pre := limits{maxArgs: preAuthMaxArgs, maxBulk: preAuthMaxBulk, maxRequest: preAuthMaxRequest, preAuth: true}
-	post := limits{maxArgs: 1024, maxBulk: 2 << 20}
+	pre := Limits{MaxArgs: PreAuthMaxArgs, MaxBulk: PreAuthMaxBulk, MaxRequest: PreAuthMaxRequest, PreAuth: true}
+	post := Limits{MaxArgs: 1024, MaxBulk: 2 << 20}
 	sixteen := make([]string, 16)
 	for i := range sixteen {
 		sixteen[i] = "a"
@@ -44,10 +44,10 @@ func TestGuard(t *testing.T) {
 	tests := []struct {
 		name   string
 		stream string
-		lim    limits
+		lim    Limits
 		want   string
 	}{
-		{"pipeline within limits", req("AUTH", "pw") + req(sixteen...) + req("PING", strings.Repeat("x", 65532)) + "PING\r\n" + req("ECHO", "\r\n$5\r\n*99\r\n"), pre, ""},
+		{"pipeline within Limits", req("AUTH", "pw") + req(sixteen...) + req("PING", strings.Repeat("x", 65532)) + "PING\r\n" + req("ECHO", "\r\n$5\r\n*99\r\n"), pre, ""},
 		{"17 args before auth", req(append(sixteen, "b")...), pre, "unauthenticated multibulk length"},
 		{"bulk of 64 KiB + 1 before auth", req("AUTH", strings.Repeat("x", 65537)), pre, "unauthenticated bulk length"},
 		{"refused on the header alone", "*1\r\n$65537\r\n", pre, "unauthenticated bulk length"},

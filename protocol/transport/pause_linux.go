@@ -1,4 +1,6 @@
-package protocol
+//go:build linux && !poll_opt
+
+package transport
 
 import (
 	"reflect"
@@ -17,13 +19,22 @@ import (
 // the loop does not read it, the kernel's buffer fills, and TCP makes the
 // client wait, as any back-pressured server does.
 //
+// Only that poller: under gnet's poll_opt build tag (its "ultimate"
+// poller) the event's data is a pointer gnet reads back, and a registration
+// written here would crash the loop; that build uses pause_other.go and
+// does not stop reading (the build constraint above, not a check at run
+// time, keeps the two apart).
+//
 // gnet keeps its epoll descriptor unexported; it is read once per
-// connection by reflection. If gnet's layout changes, pollerFD reports
+// connection by reflection. If gnet's layout changes, PollerFD reports
 // false and connections are read as before, bounded by the inbound limit
 // (close), which TestReadPause catches.
 
-// pollerFD is the epoll descriptor of gc's event loop.
-func pollerFD(gc gnet.Conn) (fd int, ok bool) {
+// PausesReading is set where the loop can stop reading a connection.
+const PausesReading = true
+
+// PollerFD is the epoll descriptor of gc's event loop.
+func PollerFD(gc gnet.Conn) (fd int, ok bool) {
 	defer func() {
 		if recover() != nil {
 			fd, ok = 0, false
@@ -54,11 +65,11 @@ const (
 	writeEvents = unix.EPOLLOUT
 )
 
-// setReading registers gc for reads (and for writes while gnet has output
+// SetReading registers gc for reads (and for writes while gnet has output
 // to send) or, with on false, for writes only or nothing. Errors and
 // hang-ups are reported whatever is registered, so a client that goes away
 // is still closed.
-func setReading(epfd int, c connIO, on bool) error {
+func SetReading(epfd int, c IO, on bool) error {
 	gc := c.(gnet.Conn) // only gnet's connections have an epoll descriptor
 	var ev uint32
 	if on {

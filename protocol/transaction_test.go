@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -161,7 +160,7 @@ func TestTransactionAuth(t *testing.T) {
 // aborts; the connection serves on.
 func TestTransactionBounds(t *testing.T) {
 	addr := serve(t, Config{MaxBulk: 9 << 20}, &echoHandler{batches: true})
-	full := fmt.Sprintf("-"+errQueueFull+"\r\n", maxQueuedCommands, maxQueuedBytes)
+	full := "-" + commands.ErrQueueFull.Linef(maxQueuedCommands, maxQueuedBytes) + "\r\n"
 
 	t.Run("commands", func(t *testing.T) {
 		nc, rd := dialRd(t, addr)

@@ -23,23 +23,23 @@ func BenchmarkCount(b *testing.B) {
 		b.Run(fmt.Sprintf("pipeline=%d/counted=%t", pipeline, tc.count), func(b *testing.B) {
 			s := New(Config{}, nil, nil)
 			c := newConn(s)
-			c.stats = s.stats.forLoop(nil)
+			c.stats = s.stats.ForLoop(nil)
 			name := []byte("PK.PREPARE")
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if tc.count && i%pipeline == 0 {
 					c.began = time.Now()
 				}
-				at := len(c.out.b)
-				c.out.reply(commands.Reply{Kind: commands.Int, Int: 1})
+				at, errs := len(c.out.B), c.out.Errs
+				c.out.Reply(commands.Reply{Kind: commands.Int, Int: 1})
 				if tc.count {
-					c.note(name, at)
+					c.note(name, at, errs)
 				}
 				if i%pipeline == pipeline-1 {
 					if tc.count {
 						c.flushNotes()
 					}
-					c.out.b = c.out.b[:0]
+					c.out.B = c.out.B[:0]
 				}
 			}
 		})

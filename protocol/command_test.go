@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prepkey/prepkey/protocol/cmddocs"
 )
 
 // TestEveryCommandHasDocs holds every command and subcommand that COMMAND
-// lists to an entry in commandMeta: without one, redis-cli has no hint and
+// lists to an entry in package cmddocs: without one, redis-cli has no hint and
 // no help for it. The v2 PK commands are documented before their specs
 // land, so that they are listed with docs the day they are.
 func TestEveryCommandHasDocs(t *testing.T) {
@@ -21,13 +23,8 @@ func TestEveryCommandHasDocs(t *testing.T) {
 		t.Fatal("COMMAND lists nothing")
 	}
 	check := func(name string) {
-		m, ok := commandMeta[name]
-		if !ok {
-			t.Errorf("%s: listed by COMMAND, no docs in commandMeta", name)
-			return
-		}
-		if m.summary == "" || m.since == "" || m.group == "" || m.complexity == "" {
-			t.Errorf("%s: docs without summary, since, group or complexity: %+v", name, m)
+		if !cmddocs.Complete(name) {
+			t.Errorf("%s: listed by COMMAND, no docs (summary, since, group, complexity) in package cmddocs", name)
 		}
 	}
 	for _, ci := range list {
@@ -40,55 +37,6 @@ func TestEveryCommandHasDocs(t *testing.T) {
 		"multi", "exec", "discard", "watch", "unwatch"} {
 		check(name)
 	}
-}
-
-// TestArgDocsRender checks what redis-cli builds from the PK commands' docs
-// (its hint and help line), by the rules of redis-cli 7's cliAddArgument.
-func TestArgDocsRender(t *testing.T) {
-	for name, want := range map[string]string{
-		"pk.prepare":   "name key value [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds]",
-		"pk.rollback":  "name key [IFEQ value]",
-		"pk.reprepare": "name key value [FROM old-key] [IFEQ current-value] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
-		"pk.mprepare":  "numkeys name key value [name key value ...] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds]",
-		"pk.scan":      "name cursor [MATCH pattern] [COUNT count] [LIVE|EXPIRED]",
-	} {
-		if got := renderArgs(commandMeta[name].args, " "); got != want {
-			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
-		}
-	}
-}
-
-// renderArgs is redis-cli's cliConcatArguments/cliAddArgument.
-func renderArgs(args []argDoc, sep string) string {
-	out := ""
-	for i, a := range args {
-		if i > 0 {
-			out += sep
-		}
-		tok := a.token
-		var rep string
-		switch a.typ {
-		case "oneof":
-			rep = renderArgs(a.args, "|")
-		case "block":
-			rep = renderArgs(a.args, " ")
-		case "pure-token":
-		default:
-			rep = a.name
-		}
-		if tok != "" && a.typ != "pure-token" {
-			tok += " "
-		}
-		s := tok + rep
-		if a.multiple {
-			s += " [" + rep + " ...]"
-		}
-		if a.optional {
-			s = "[" + s + "]"
-		}
-		out += s
-	}
-	return out
 }
 
 // TestClientListRace has connections on two loops rename themselves while

@@ -16,6 +16,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/stats"
 )
 
 // failingGets is the memory store, but a Get of the key "down" fails as a
@@ -202,19 +203,31 @@ func TestMaxClientsCounted(t *testing.T) {
 	require.Equal(t, int64(1), snap.ConnectedClients)
 }
 
-// TestClassifyWire: the outcome of each kind of reply the connection
-// commands write.
-func TestClassifyWire(t *testing.T) {
-	for in, want := range map[string]Outcome{
-		":1\r\n": Outcome1, ":0\r\n": Outcome0, ":10\r\n": OutcomeOK, "$-1\r\n": OutcomeNil, "*-1\r\n": OutcomeNil,
-		"_\r\n": OutcomeNil, "+OK\r\n": OutcomeOK, "$1\r\nx\r\n": OutcomeOK, "-ERR x\r\n": OutcomeError,
-		"-UNAVAILABLE x\r\n": OutcomeUnavailable, "-MISMATCH x\r\n": OutcomeMismatch, "-NOAUTH x\r\n": OutcomeError,
-	} {
-		got, _ := classifyWire([]byte(in))
-		require.Equal(t, want, got, "%q", in)
-	}
-	_, p := classifyWire([]byte("-WRONGPASS invalid\r\n"))
-	require.Equal(t, "WRONGPASS", p)
+// TestOutcomeSince: a connection command's outcome is its error's code
+// when it wrote an error (never read back from the bytes), else its
+// frame's.
+func TestOutcomeSince(t *testing.T) {
+	c := &conn{}
+	c.out.B = []byte("-ERR before\r\n")
+	c.out.Errs, c.out.LastErr = 1, commands.ErrSyntax
+	at, errs := len(c.out.B), c.out.Errs
+	c.out.Int(1)
+	o, code := c.outcomeSince(at, errs)
+	require.Equal(t, stats.Outcome1, o)
+	require.Equal(t, commands.NoError, code)
+
+	at, errs = len(c.out.B), c.out.Errs
+	c.out.Fail(commands.ErrWrongPass)
+	o, code = c.outcomeSince(at, errs)
+	require.Equal(t, stats.OutcomeError, o)
+	require.Equal(t, commands.ErrWrongPass, code)
+
+	// A reply written by the commands (Reply.Err) counts by its code too.
+	at, errs = len(c.out.B), c.out.Errs
+	c.out.Reply(commands.ErrMismatch.Reply())
+	o, code = c.outcomeSince(at, errs)
+	require.Equal(t, stats.OutcomeMismatch, o)
+	require.Equal(t, commands.ErrMismatch, code)
 }
 
 // TestInfoStatsMulti: a command queued in MULTI is counted when EXEC runs

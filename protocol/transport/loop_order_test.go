@@ -1,6 +1,6 @@
 //go:build linux
 
-package protocol
+package transport
 
 import (
 	"log/slog"
@@ -38,7 +38,7 @@ func (e *orderEvents) add(s string) {
 }
 
 // OnTraffic reads the byte that arrived and, on the first two connections
-// served, queues a task as the batcher does (gnetLoop.later).
+// served, queues a task as the batcher does (GnetLoop.Later).
 func (e *orderEvents) OnTraffic(gc gnet.Conn) gnet.Action {
 	_, _ = gc.Discard(-1)
 	name := gc.Context().(string)
@@ -47,7 +47,7 @@ func (e *orderEvents) OnTraffic(gc gnet.Conn) gnet.Action {
 		e.queued++
 		task := "task after io " + name
 		last := e.queued == 2
-		_ = gnetLoop{gc.EventLoop()}.later(func() {
+		_ = GnetLoop{gc.EventLoop()}.Later(func() {
 			e.add(task)
 			if last {
 				close(e.done)
@@ -59,7 +59,7 @@ func (e *orderEvents) OnTraffic(gc gnet.Conn) gnet.Action {
 
 // TestLoopRunsTasksAfterIO pins the gnet behaviour the batcher relies on
 // (docs/serving.md, "The event loop"): a task queued on a loop from an I/O
-// callback (gnetLoop.later, gnet's EventLoop.Execute) runs only after every
+// callback (GnetLoop.Later, gnet's EventLoop.Execute) runs only after every
 // I/O callback of that poll round, so a batch started that way collects
 // the runs of every connection whose input was ready in the round; and
 // tasks run in the order they were queued. Eight connections are made
@@ -96,7 +96,7 @@ func TestLoopRunsTasksAfterIO(t *testing.T) {
 
 	// On the loop, between two polls: every connection gets a byte.
 	wrote := make(chan error, 1)
-	require.NoError(t, gnetLoop{loop}.later(func() {
+	require.NoError(t, GnetLoop{loop}.Later(func() {
 		for _, p := range peers {
 			if _, err := p.Write([]byte{'x'}); err != nil {
 				wrote <- err

@@ -42,26 +42,18 @@ type tx struct {
 
 func (t *tx) reset() { *t = tx{} }
 
-const (
-	errQueueFull  = "ERR transaction queue is full (at most %d commands and %d bytes of arguments between MULTI and EXEC); the transaction is discarded"
-	errNoWatch    = "ERR %s is not supported: use IFEQ conditions"
-	errNestedTx   = "ERR MULTI calls can not be nested"
-	errExecNoTx   = "ERR EXEC without MULTI"
-	errDiscardNoT = "ERR DISCARD without MULTI"
-)
-
 // The transaction commands outside MULTI; inside it, queue answers them.
 func (c *conn) multi([][]byte) {
 	c.tx = tx{on: true}
-	c.out.simple("OK")
+	c.out.Simple("OK")
 }
 
-func (c *conn) execCmd([][]byte)    { c.out.err(errExecNoTx) }
-func (c *conn) discardCmd([][]byte) { c.out.err(errDiscardNoT) }
+func (c *conn) execCmd([][]byte)    { c.out.Fail(commands.ErrExecWithoutMulti) }
+func (c *conn) discardCmd([][]byte) { c.out.Fail(commands.ErrDiscardWithoutMulti) }
 
 // watch answers WATCH and UNWATCH, anywhere.
 func (c *conn) watch(args [][]byte) {
-	c.out.err(fmt.Sprintf(errNoWatch, strings.ToUpper(string(args[0]))))
+	c.out.Failf(commands.ErrNoWatch, strings.ToUpper(string(args[0])))
 }
 
 // queue answers a command read inside MULTI.
@@ -71,17 +63,17 @@ func (c *conn) queue(args [][]byte) {
 	switch name {
 	case "multi", "exec", "discard":
 		if len(args) != 1 {
-			c.refuse(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+			c.refuse(commands.ErrArity.Replyf(name))
 			return
 		}
 	}
 	switch name {
 	case "multi":
-		c.out.err(errNestedTx) // the transaction stays open, as in Redis
+		c.out.Fail(commands.ErrNestedMulti) // the transaction stays open, as in Redis
 		return
 	case "discard":
 		c.tx.reset()
-		c.out.simple("OK")
+		c.out.Simple("OK")
 		return
 	case "exec":
 		c.exec()
@@ -96,19 +88,19 @@ func (c *conn) queue(args [][]byte) {
 	}
 	if c.srv.handler.IsPK(args[0]) {
 		if r, ok := c.srv.handler.Check(args); !ok {
-			c.refuse(r.Text)
+			c.refuse(r)
 			return
 		}
-	} else if _, msg, found := c.srv.lookupConnCmd(args); !found {
-		c.refuse(commands.UnknownCommand(args).Text)
+	} else if _, refusal, found := c.srv.lookupConnCmd(args); !found {
+		c.refuse(commands.UnknownCommand(args))
 		return
-	} else if msg != "" {
-		c.refuse(msg)
+	} else if refusal.Err != commands.NoError {
+		c.refuse(refusal)
 		return
 	}
 	if c.tx.refused {
 		// The block will not run: what it holds is dropped already.
-		c.out.simple("QUEUED")
+		c.out.Simple("QUEUED")
 		return
 	}
 	size := 0
@@ -116,18 +108,18 @@ func (c *conn) queue(args [][]byte) {
 		size += len(a)
 	}
 	if len(c.tx.cmds) >= maxQueuedCommands || c.tx.bytes+size > maxQueuedBytes {
-		c.refuse(fmt.Sprintf(errQueueFull, maxQueuedCommands, maxQueuedBytes))
+		c.refuse(commands.ErrQueueFull.Replyf(maxQueuedCommands, maxQueuedBytes))
 		return
 	}
 	c.tx.cmds = append(c.tx.cmds, cloneArgs(args)) // args point into gnet's buffer
 	c.tx.bytes += size
-	c.out.simple("QUEUED")
+	c.out.Simple("QUEUED")
 }
 
 // refuse answers a command refused while queued; EXEC will abort, so the
 // queue is dropped now.
-func (c *conn) refuse(msg string) {
-	c.out.err(msg)
+func (c *conn) refuse(r commands.Reply) {
+	c.out.Reply(r)
 	c.tx.refused = true
 	c.tx.cmds, c.tx.bytes = nil, 0
 }
@@ -139,7 +131,7 @@ func (c *conn) exec() {
 	t := c.tx
 	c.tx.reset()
 	if t.refused {
-		c.out.reply(commands.ExecAbortQueued())
+		c.out.Reply(commands.ExecAbortQueued())
 		return
 	}
 	c.offload(func() { c.runBlock(t.cmds) })
@@ -157,14 +149,14 @@ func (c *conn) runBlock(cmds [][][]byte) {
 	replies, abort, ok := c.execBounded(pk)
 	c.recordBlock(pk, replies, abort, ok)
 	if !ok {
-		c.out.reply(abort)
+		c.out.Reply(abort)
 		return
 	}
-	c.out.array(len(cmds))
+	c.out.Array(len(cmds))
 	j := 0
 	for _, args := range cmds {
 		if c.srv.handler.IsPK(args[0]) {
-			c.out.reply(replies[j])
+			c.out.Reply(replies[j])
 			j++
 			continue
 		}

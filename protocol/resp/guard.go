@@ -1,42 +1,42 @@
-package protocol
+package resp
 
 import (
 	"strconv"
 )
 
-// limits are what a guard lets through. Before AUTH they are tight, as in
+// Limits are what a guard lets through. Before AUTH they are tight, as in
 // Redis ("unauthenticated multibulk length"), so that a stranger cannot make
 // the sidecar buffer megabytes; after it they still bound the memory one
 // request can take.
-type limits struct {
-	maxArgs    int
-	maxBulk    int
-	maxRequest int  // bytes of one request's arguments; 0: no bound
-	preAuth    bool // names the errors as Redis does before AUTH
+type Limits struct {
+	MaxArgs    int
+	MaxBulk    int
+	MaxRequest int  // bytes of one request's arguments; 0: no bound
+	PreAuth    bool // names the errors as Redis does before AUTH
 }
 
 // Before AUTH where a password is set. A connection before AUTH is never
 // busy (it runs no PK command), so the request being read is all of its
-// input the sidecar holds: at most preAuthMaxRequest of arguments (and
-// their framing: 16 headers), an inline request at most preAuthMaxBulk.
+// input the sidecar holds: at most PreAuthMaxRequest of arguments (and
+// their framing: 16 headers), an inline request at most PreAuthMaxBulk.
 // A request past it is refused on the header that announces it. Its
-// replies are bounded by preAuthMaxOutput.
+// replies are bounded by PreAuthMaxOutput.
 const (
-	preAuthMaxArgs    = 16
-	preAuthMaxBulk    = 64 << 10
-	preAuthMaxRequest = 64 << 10
-	preAuthMaxOutput  = 64 << 10
+	PreAuthMaxArgs    = 16
+	PreAuthMaxBulk    = 64 << 10
+	PreAuthMaxRequest = 64 << 10
+	PreAuthMaxOutput  = 64 << 10
 )
 
-// framingGuard watches the request framing as bytes arrive, before they are
+// FramingGuard watches the request framing as bytes arrive, before they are
 // parsed: a request is parsed only once complete, so the length headers are
 // checked here, and the connection refused, on the read that brings them
 // (at most one 64 KiB read of the announced bytes is held). It also refuses
 // negative lengths, which redcon's parser does not check. While a
 // connection's run is at the store its input is not scanned but bounded by
 // the inbound limit (loop.go); a connection before AUTH never has a run.
-type framingGuard struct {
-	lim func() limits // current limits, which change at AUTH
+type FramingGuard struct {
+	lim func() Limits // current Limits, which change at AUTH
 
 	state  guardState
 	line   []byte // header digits seen so far
@@ -45,10 +45,14 @@ type framingGuard struct {
 	inline int    // bytes of the current inline command
 	req    int    // argument bytes of the current request
 
-	// preAuth is set when scan refused framing under the limits before
+	// PreAuth is set when Scan refused framing under the limits before
 	// AUTH: if an AUTH ahead of it succeeds, it is scanned again.
-	preAuth bool
+	PreAuth bool
 }
+
+// NewFramingGuard is a guard that reads the limits in force from lim, at
+// every header (they change at AUTH).
+func NewFramingGuard(lim func() Limits) FramingGuard { return FramingGuard{lim: lim} }
 
 type guardState uint8
 
@@ -64,17 +68,17 @@ const (
 // maxHeader bounds a length header ("*16\r\n", "$65536\r\n").
 const maxHeader = 20
 
-// scan advances the framing state over b. It returns the protocol error to
+// Scan advances the framing state over b. It returns the protocol error to
 // send, or "", and where in b the error is: the requests complete before
 // it are answered first, as Redis does. Malformed framing it leaves to
 // redcon, which rejects it.
-func (g *framingGuard) scan(b []byte) (msg string, at int) {
+func (g *FramingGuard) Scan(b []byte) (msg string, at int) {
 	msg, at = g.scanAt(b)
-	g.preAuth = msg != "" && g.lim().preAuth
+	g.PreAuth = msg != "" && g.lim().PreAuth
 	return msg, at
 }
 
-func (g *framingGuard) scanAt(b []byte) (string, int) {
+func (g *FramingGuard) scanAt(b []byte) (string, int) {
 	lim := g.lim()
 	for i := 0; i < len(b); i++ {
 		c := b[i]
@@ -88,7 +92,7 @@ func (g *framingGuard) scanAt(b []byte) (string, int) {
 		case inInline:
 			if c == '\n' {
 				g.state = atRequest
-			} else if g.inline++; g.inline > lim.maxBulk {
+			} else if g.inline++; g.inline > lim.MaxBulk {
 				return "too big inline request", i
 			}
 		case inArrayHeader, inBulkHeader:
@@ -106,7 +110,7 @@ func (g *framingGuard) scanAt(b []byte) (string, int) {
 				return "invalid bulk length", i
 			}
 			if g.state == inArrayHeader {
-				if n > lim.maxArgs {
+				if n > lim.MaxArgs {
 					return tooBig(lim, "multibulk length"), i
 				}
 				g.args, g.req = n, 0
@@ -116,10 +120,10 @@ func (g *framingGuard) scanAt(b []byte) (string, int) {
 				}
 				continue
 			}
-			if n > lim.maxBulk {
+			if n > lim.MaxBulk {
 				return tooBig(lim, "bulk length"), i
 			}
-			if g.req += n; lim.maxRequest > 0 && g.req > lim.maxRequest {
+			if g.req += n; lim.MaxRequest > 0 && g.req > lim.MaxRequest {
 				// refused on the header, before its bytes are held
 				return tooBig(lim, "request length"), i
 			}
@@ -145,8 +149,8 @@ func (g *framingGuard) scanAt(b []byte) (string, int) {
 	return "", 0
 }
 
-func tooBig(lim limits, what string) string {
-	if lim.preAuth {
+func tooBig(lim Limits, what string) string {
+	if lim.PreAuth {
 		return "unauthenticated " + what
 	}
 	return "invalid " + what

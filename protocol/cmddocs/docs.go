@@ -1,9 +1,19 @@
-package protocol
+// Package cmddocs is what COMMAND INFO and COMMAND DOCS say of each command
+// (its flags, ACL categories, tips, summary, arguments), in Redis 7's format,
+// and how COMMAND DOCS writes it.
+//
+// It owns that table only: it may not know connections, the store, or which
+// commands the server answers (package protocol lists those and asks here
+// for their docs).
+package cmddocs
 
-import "strings"
+import (
+	"strings"
 
-// What COMMAND INFO and COMMAND DOCS say of each command, in Redis 7's
-// format. redis-cli builds its hints and `help` from COMMAND DOCS, so a
+	"github.com/prepkey/prepkey/protocol/resp"
+)
+
+// Redis 7's format. redis-cli builds its hints and `help` from COMMAND DOCS, so a
 // command without docs is a command without help there: a test holds every
 // command COMMAND lists to an entry here.
 //
@@ -244,9 +254,34 @@ var commandMeta = map[string]cmdMeta{
 		summary: "Not supported by prepkey: use IFEQ conditions", since: "2.2.0", group: "transactions", complexity: "O(1)"},
 }
 
+// Flags are name's COMMAND INFO flags (nil for the server's defaults),
+// ACL categories and tips.
+func Flags(name string) (flags, acl, tips []string) {
+	m := commandMeta[name]
+	return m.flags, m.acl, m.tips
+}
+
+// Complete reports whether name has docs with a summary, a since, a group
+// and a complexity: redis-cli's hint and help need them.
+func Complete(name string) bool {
+	m, ok := commandMeta[name]
+	return ok && m.summary != "" && m.since != "" && m.group != "" && m.complexity != ""
+}
+
+// Write writes name's COMMAND DOCS map; subs are its subcommands' full
+// names. A command without docs (a test holds that there is none) still
+// gets the fields redis-cli needs.
+func Write(w *resp.Writer, name string, subs []string) {
+	m, ok := commandMeta[name]
+	if !ok {
+		m = cmdMeta{summary: "(no documentation)", group: "server"}
+	}
+	writeDocs(w, m, subs)
+}
+
 // writeDocs writes one command's COMMAND DOCS map; subs are its
 // subcommands' full names.
-func (w *writer) writeDocs(m cmdMeta, subs []string) {
+func writeDocs(w *resp.Writer, m cmdMeta, subs []string) {
 	n := 1 // group
 	for _, s := range []string{m.summary, m.since, m.complexity, m.module} {
 		if s != "" {
@@ -262,11 +297,11 @@ func (w *writer) writeDocs(m cmdMeta, subs []string) {
 	if subs != nil {
 		n++
 	}
-	w.mapHeader(n)
+	w.MapHeader(n)
 	pair := func(k, v string) {
 		if v != "" {
-			w.bulkString(k)
-			w.bulkString(v)
+			w.BulkString(k)
+			w.BulkString(v)
 		}
 	}
 	pair("summary", m.summary)
@@ -275,32 +310,32 @@ func (w *writer) writeDocs(m cmdMeta, subs []string) {
 	pair("complexity", m.complexity)
 	pair("module", m.module)
 	if m.history != nil {
-		w.bulkString("history")
-		w.setHeader(len(m.history))
+		w.BulkString("history")
+		w.SetHeader(len(m.history))
 		for _, h := range m.history {
-			w.array(2)
-			w.bulkString(h[0])
-			w.bulkString(h[1])
+			w.Array(2)
+			w.BulkString(h[0])
+			w.BulkString(h[1])
 		}
 	}
 	if m.args != nil {
-		w.bulkString("arguments")
-		w.writeArgDocs(m.args)
+		w.BulkString("arguments")
+		writeArgDocs(w, m.args)
 	}
 	if subs != nil {
-		w.bulkString("subcommands")
-		w.mapHeader(len(subs))
+		w.BulkString("subcommands")
+		w.MapHeader(len(subs))
 		for _, s := range subs {
-			w.bulkString(s)
-			w.writeDocs(commandMeta[s], nil)
+			w.BulkString(s)
+			writeDocs(w, commandMeta[s], nil)
 		}
 	}
 }
 
 // writeArgDocs writes an argument list as Redis 7.0 does (7.2 adds a
 // display_text field, which clients read only when present).
-func (w *writer) writeArgDocs(args []argDoc) {
-	w.array(len(args))
+func writeArgDocs(w *resp.Writer, args []argDoc) {
+	w.Array(len(args))
 	for _, a := range args {
 		n := 2
 		var flags []string
@@ -321,30 +356,30 @@ func (w *writer) writeArgDocs(args []argDoc) {
 		if a.typ == "oneof" || a.typ == "block" {
 			n++
 		}
-		w.mapHeader(n)
-		w.bulkString("name")
-		w.bulkString(a.name)
-		w.bulkString("type")
-		w.bulkString(a.typ)
+		w.MapHeader(n)
+		w.BulkString("name")
+		w.BulkString(a.name)
+		w.BulkString("type")
+		w.BulkString(a.typ)
 		if a.token != "" {
-			w.bulkString("token")
-			w.bulkString(a.token)
+			w.BulkString("token")
+			w.BulkString(a.token)
 		}
 		if a.since != "" {
-			w.bulkString("since")
-			w.bulkString(a.since)
+			w.BulkString("since")
+			w.BulkString(a.since)
 		}
 		if a.deprecatedSince != "" {
-			w.bulkString("deprecated_since")
-			w.bulkString(a.deprecatedSince)
+			w.BulkString("deprecated_since")
+			w.BulkString(a.deprecatedSince)
 		}
 		if flags != nil {
-			w.bulkString("flags")
-			w.statusSet(flags)
+			w.BulkString("flags")
+			w.StatusSet(flags)
 		}
 		if a.typ == "oneof" || a.typ == "block" {
-			w.bulkString("arguments")
-			w.writeArgDocs(a.args)
+			w.BulkString("arguments")
+			writeArgDocs(w, a.args)
 		}
 	}
 }
