@@ -59,6 +59,7 @@ const (
 	ErrValueTooLarge // max-value-bytes
 	ErrPatternTooLarge
 	ErrUnavailable // the store's failure, on one line
+	ErrRefused     // a store's refusal of the arguments (backend.Refusal): its line
 
 	// Transactions.
 	ErrExecAbortQueued
@@ -119,6 +120,7 @@ var catalogue = [numErrCodes]errSpec{
 	ErrValueTooLarge:   {PrefixERR, "ERR value is larger than max-value-bytes (%d)"},
 	ErrPatternTooLarge: {PrefixERR, "ERR pattern is larger than 4 x max-key-bytes (%d)"},
 	ErrUnavailable:     {PrefixUNAVAILABLE, "UNAVAILABLE %s"},
+	ErrRefused:         {PrefixERR, "ERR %s"},
 
 	ErrExecAbortQueued:     {PrefixEXECABORT, "EXECABORT Transaction discarded because of previous errors."},
 	ErrExecAbort:           {PrefixEXECABORT, "EXECABORT Transaction discarded: %s"},

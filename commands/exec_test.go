@@ -38,7 +38,7 @@ func TestExec(t *testing.T) {
 			wantAbort: "EXECABORT Transaction discarded: CROSSSLOT Keys in request don't hash to the same slot"},
 		{name: "store failure", store: &execStore{err: errors.New("down")}, wantAbort: "UNAVAILABLE down"},
 		{name: "one op refused", store: &execStore{res: []backend.Result{{Err: &backend.Refusal{Text: "ERR key is not valid UTF-8 (layout=wow)"}}, {}}},
-			want: []Reply{errReply("ERR key is not valid UTF-8 (layout=wow)"), {Kind: Nil}, errReply("ERR invalid expire time in 'pk.prepare' command")}},
+			want: []Reply{e("ERR key is not valid UTF-8 (layout=wow)"), {Kind: Nil}, e("ERR invalid expire time in 'pk.prepare' command")}},
 		{name: "one op failed", store: &execStore{res: []backend.Result{{OK: true}, {Err: errors.New("corrupt")}}}, wantAbort: "UNAVAILABLE corrupt"},
 		{name: "no Execer", store: &fakeStore{}, wantAbort: "EXECABORT Transaction discarded: this backend cannot run PK commands in a transaction"},
 	}

@@ -108,7 +108,7 @@ func finish(spec *Spec, res backend.Result) Reply {
 		return e.code.Reply()
 	}
 	if r, ok := errors.AsType[*backend.Refusal](res.Err); ok {
-		return errReply(oneLine(r.Text))
+		return refused(r)
 	}
 	return unavailable(res.Err)
 }
@@ -121,7 +121,7 @@ func (h *Handler) parse(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
 	op, r, ok := spec.parse(h, args)
 	if ok && h.argCheck != nil {
 		if err := h.argCheck(&op); err != nil {
-			return backend.Op{}, errReply(oneLine(err.Error())), false
+			return backend.Op{}, refused(err), false
 		}
 	}
 	return op, r, ok
@@ -192,6 +192,13 @@ func (h *Handler) checkValues(values ...[]byte) (Reply, bool) {
 
 // unavailable reports a store failure. It is never a :0: the command may or
 // may not have taken effect, and the client must check before retrying.
+// refused is the reply to arguments a store's layout cannot take
+// (backend.Refusal, or an ArgRules check's error): its text, which starts
+// with ERR, as the whole line.
+func refused(err error) Reply {
+	return Reply{Kind: Error, Err: ErrRefused, Text: oneLine(err.Error())}
+}
+
 func unavailable(err error) Reply {
 	return ErrUnavailable.Replyf(oneLine(err.Error()))
 }
