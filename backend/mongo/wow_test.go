@@ -101,7 +101,9 @@ func TestWowRefusals(t *testing.T) {
 		require.True(t, ok)
 		return r
 	}
-	errReply := func(text string) commands.Reply { return commands.Reply{Kind: commands.Error, Err: commands.ErrRefused, Text: text} }
+	errReply := func(text string) commands.Reply {
+		return commands.Reply{Kind: commands.Error, Err: commands.ErrRefused, Text: text}
+	}
 	const (
 		notJSON = "ERR value is not valid JSON (layout=wow)"
 		badKey  = "ERR key is not valid UTF-8 (layout=wow)"
