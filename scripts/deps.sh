@@ -52,7 +52,14 @@ fi
 # installed, into a cache that clients/run.sh puts on PYTHONPATH.
 pyredis6=${XDG_CACHE_HOME:-$HOME/.cache}/prepkey/python3-redis-trixie
 if [ ! -f "$pyredis6/usr/lib/python3/dist-packages/redis/__init__.py" ]; then
-	mirror=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null | awk '$2 == "bookworm" {print $1; exit}')
+	# indextargets lists only the sources whose lists are here: a machine
+	# whose lists were cleaned needs an update first.
+	mirrorof() { apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null | awk '$2 == "bookworm" {print $1; exit}'; }
+	mirror=$(mirrorof)
+	if [ -z "$mirror" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+		apt-get update -qq
+		mirror=$(mirrorof)
+	fi
 	if [ "$(id -u)" -ne 0 ] || [ -z "$mirror" ]; then
 		echo "make test needs redis-py 6 for the Python helper's RESP3 tests: run scripts/deps.sh as root on Debian 12" >&2
 		exit 1
