@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/resp"
@@ -255,12 +253,7 @@ serving:
 			break
 		}
 		start := off
-		if buf[off] == '$' {
-			// redcon would read this as Tile38's native framing; Redis
-			// knows no such request.
-			return c.fail("expected '*', got '$'")
-		}
-		complete, args, _, rest, err := redcon.ReadNextCommand(buf[off:], c.argsBuf)
+		complete, args, rest, err := resp.ReadCommand(buf[off:], c.argsBuf)
 		if err != nil {
 			return c.fail(strings.TrimPrefix(err.Error(), "Protocol error: "))
 		}
@@ -446,8 +439,8 @@ func (c *conn) batched(name []byte) bool {
 // extendRun adds to the run the complete PK commands that follow it in buf
 // from off; it returns where the run ends.
 func (c *conn) extendRun(buf []byte, off int) int {
-	for off < len(buf) && buf[off] != '$' && len(c.runArgs) < maxRunCmds && len(c.runRaw) < maxRunBytes {
-		complete, args, _, rest, err := redcon.ReadNextCommand(buf[off:], c.argsBuf)
+	for off < len(buf) && len(c.runArgs) < maxRunCmds && len(c.runRaw) < maxRunBytes {
+		complete, args, rest, err := resp.ReadCommand(buf[off:], c.argsBuf)
 		if err != nil || !complete || len(args) == 0 || !c.srv.handler.IsPK(args[0]) {
 			break
 		}
