@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,7 +191,7 @@ func (c *conn) traffic() (closeIt bool) {
 		// loop has room for it: up to pauseAt, where flow stops reading
 		// it. Where it cannot, the inbound limit bounds it.
 		if c.gc.InboundBuffered() > max(minInboundLimit, 2*c.srv.cfg.MaxBulk) {
-			c.srv.cfg.Logger.Warn("closing a client that floods while its commands wait on the store", "id", c.id)
+			c.srv.flood.Log(logInputFlood, slog.LevelWarn, "closing a client that floods while its commands wait on the store", "id", c.id)
 			return true
 		}
 		c.flow()
@@ -269,7 +270,7 @@ serving:
 		c.argsBuf = args[:0]
 		c.wide = 0 // the large request at the front, if any, is read
 		if len(args) > 0 && crossProtocol(args[0]) {
-			c.srv.cfg.Logger.Warn("possible cross-protocol attack: a client sent "+
+			c.srv.flood.Log(logCrossProtocol, slog.LevelWarn, "possible cross-protocol attack: a client sent "+
 				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
 				"id", c.id, "addr", c.gc.RemoteAddr().String())
 			c.out.B = c.out.B[:0] // nothing more reaches a browser either
@@ -348,7 +349,7 @@ func (c *conn) unread() bool {
 		limit, why = resp.PreAuthMaxOutput, "closing a client that does not read its replies before AUTH"
 	}
 	if n := c.gc.OutboundBuffered(); n > limit {
-		c.srv.cfg.Logger.Warn(why, "id", c.id, "buffered", n, "limit", limit)
+		c.srv.flood.Log(logUnread, slog.LevelWarn, why, "id", c.id, "buffered", n, "limit", limit)
 		return true
 	}
 	return false
@@ -367,7 +368,7 @@ func crossProtocol(name []byte) bool {
 // fail answers a protocol error and has the connection closed, as Redis
 // does.
 func (c *conn) fail(msg string) bool {
-	c.srv.cfg.Logger.Info("closing a client after a protocol error", "id", c.id, "err", msg)
+	c.srv.flood.Log(logProtocolError, slog.LevelInfo, "closing a client after a protocol error", "id", c.id, "err", msg)
 	c.out.Failf(commands.ErrProtocol, msg)
 	c.flush()
 	if c.gc.OutboundBuffered() == 0 {
