@@ -69,3 +69,8 @@ func overflows(b []byte) bool {
 	}
 	return len(b) > 0 && b[0] >= '1' && b[0] <= '9' && numeral(b)
 }
+
+// ParseInt reads b as Redis's string2ll does (parseInt), for the
+// connection commands that Redis reads so too: HELLO's protover and
+// SELECT's index. "+3" and "03" are not integers there either.
+func ParseInt(b []byte) (int64, bool) { return parseInt(b) }

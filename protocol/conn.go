@@ -3,12 +3,11 @@ package protocol
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
@@ -192,7 +191,7 @@ func (c *conn) traffic() (closeIt bool) {
 		// loop has room for it: up to pauseAt, where flow stops reading
 		// it. Where it cannot, the inbound limit bounds it.
 		if c.gc.InboundBuffered() > max(minInboundLimit, 2*c.srv.cfg.MaxBulk) {
-			c.srv.cfg.Logger.Warn("closing a client that floods while its commands wait on the store", "id", c.id)
+			c.srv.flood.Log(logInputFlood, slog.LevelWarn, "closing a client that floods while its commands wait on the store", "id", c.id)
 			return true
 		}
 		c.flow()
@@ -255,12 +254,7 @@ serving:
 			break
 		}
 		start := off
-		if buf[off] == '$' {
-			// redcon would read this as Tile38's native framing; Redis
-			// knows no such request.
-			return c.fail("expected '*', got '$'")
-		}
-		complete, args, _, rest, err := redcon.ReadNextCommand(buf[off:], c.argsBuf)
+		complete, args, rest, err := resp.ReadCommand(buf[off:], c.argsBuf)
 		if err != nil {
 			return c.fail(strings.TrimPrefix(err.Error(), "Protocol error: "))
 		}
@@ -276,7 +270,7 @@ serving:
 		c.argsBuf = args[:0]
 		c.wide = 0 // the large request at the front, if any, is read
 		if len(args) > 0 && crossProtocol(args[0]) {
-			c.srv.cfg.Logger.Warn("possible cross-protocol attack: a client sent "+
+			c.srv.flood.Log(logCrossProtocol, slog.LevelWarn, "possible cross-protocol attack: a client sent "+
 				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
 				"id", c.id, "addr", c.gc.RemoteAddr().String())
 			c.out.B = c.out.B[:0] // nothing more reaches a browser either
@@ -355,7 +349,7 @@ func (c *conn) unread() bool {
 		limit, why = resp.PreAuthMaxOutput, "closing a client that does not read its replies before AUTH"
 	}
 	if n := c.gc.OutboundBuffered(); n > limit {
-		c.srv.cfg.Logger.Warn(why, "id", c.id, "buffered", n, "limit", limit)
+		c.srv.flood.Log(logUnread, slog.LevelWarn, why, "id", c.id, "buffered", n, "limit", limit)
 		return true
 	}
 	return false
@@ -374,7 +368,7 @@ func crossProtocol(name []byte) bool {
 // fail answers a protocol error and has the connection closed, as Redis
 // does.
 func (c *conn) fail(msg string) bool {
-	c.srv.cfg.Logger.Info("closing a client after a protocol error", "id", c.id, "err", msg)
+	c.srv.flood.Log(logProtocolError, slog.LevelInfo, "closing a client after a protocol error", "id", c.id, "err", msg)
 	c.out.Failf(commands.ErrProtocol, msg)
 	c.flush()
 	if c.gc.OutboundBuffered() == 0 {
@@ -446,8 +440,8 @@ func (c *conn) batched(name []byte) bool {
 // extendRun adds to the run the complete PK commands that follow it in buf
 // from off; it returns where the run ends.
 func (c *conn) extendRun(buf []byte, off int) int {
-	for off < len(buf) && buf[off] != '$' && len(c.runArgs) < maxRunCmds && len(c.runRaw) < maxRunBytes {
-		complete, args, _, rest, err := redcon.ReadNextCommand(buf[off:], c.argsBuf)
+	for off < len(buf) && len(c.runArgs) < maxRunCmds && len(c.runRaw) < maxRunBytes {
+		complete, args, rest, err := resp.ReadCommand(buf[off:], c.argsBuf)
 		if err != nil || !complete || len(args) == 0 || !c.srv.handler.IsPK(args[0]) {
 			break
 		}

@@ -3,7 +3,6 @@ package protocol
 import (
 	"bytes"
 	"crypto/subtle"
-	"strconv"
 	"strings"
 	"time"
 
@@ -133,9 +132,9 @@ func (c *conn) quitCmd([][]byte) {
 }
 
 func (c *conn) selectDB(args [][]byte) {
-	n, err := strconv.Atoi(string(args[1]))
+	n, ok := commands.ParseInt(args[1]) // string2ll, as Redis: "+0" is not an index
 	switch {
-	case err != nil:
+	case !ok:
 		c.out.Fail(commands.ErrNotInteger)
 	case n != 0:
 		c.out.Fail(commands.ErrDBIndex)
@@ -185,8 +184,10 @@ func (c *conn) hello(args [][]byte) {
 	var name []byte
 	var setName, authOK bool
 	if len(args) > 1 {
-		v, err := strconv.Atoi(string(args[1]))
-		if err != nil {
+		// string2ll, as Redis's getLongLongFromObject: "+3" and "03"
+		// are not versions (strconv took them for 3).
+		v, ok := commands.ParseInt(args[1])
+		if !ok {
 			c.out.Fail(commands.ErrProtoVersion)
 			return
 		}
@@ -194,7 +195,7 @@ func (c *conn) hello(args [][]byte) {
 			c.out.Fail(commands.ErrNoProto)
 			return
 		}
-		proto = v
+		proto = int(v)
 		for i := 2; i < len(args); i++ {
 			switch opt := strings.ToLower(string(args[i])); {
 			case opt == "auth" && i+2 < len(args):

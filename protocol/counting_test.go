@@ -274,7 +274,7 @@ func TestInfoCountsPipelineBefore(t *testing.T) {
 	other, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer other.Close()
-	_, err = other.Write([]byte(req("PK.PREPARE", "ns", "b", "v") + req("PK.GET", "ns", "b") + "$3\r\nbad\r\n"))
+	_, err = other.Write([]byte(req("PK.PREPARE", "ns", "b", "v") + req("PK.GET", "ns", "b") + "*x\r\n"))
 	require.NoError(t, err)
 	_, _ = io.ReadAll(other) // replies, the error, then the close
 	require.Eventually(t, func() bool {

@@ -117,6 +117,9 @@ type Server struct {
 	connCmds map[string]connCmd
 	stats    *stats.Counters
 	runID    string // INFO's run_id: tells a restart apart
+	// flood logs the lines a client can cause at will, bounded per kind
+	// (floodlog.go).
+	flood *floodLog
 
 	nextID    atomic.Int64
 	processed atomic.Int64
@@ -149,7 +152,8 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	}
 	return &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
 		conns: make(map[*conn]struct{}), batchers: make(map[transport.Loop]*batcher), connCmds: connCmds,
-		stats: stats.New(connCmdNames(connCmds)), runID: newRunID()}
+		stats: stats.New(connCmdNames(connCmds)), runID: newRunID(),
+		flood: newFloodLog(cfg.Logger, floodEvery, floodBurst)}
 }
 
 // driveOf is the one place that decides how PK commands reach the store:
@@ -214,7 +218,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			// instead of dying, as net/http does.
 			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				s.cfg.Logger.Warn("accept", "err", err, "retry_in", delay)
+				s.flood.Log(logAccept, slog.LevelWarn, "accept", "err", err, "retry_in", delay)
 				time.Sleep(delay)
 				continue
 			}
@@ -230,7 +234,7 @@ func (s *Server) accept(nc net.Conn, loops transport.Loops) {
 	if n := s.clients.Add(1); s.cfg.MaxClients > 0 && n > int64(s.cfg.MaxClients) {
 		s.clients.Add(-1)
 		s.stats.Rejected.Add(1)
-		s.cfg.Logger.Warn("connection refused: max number of clients reached", "id", s.nextID.Add(1),
+		s.flood.Log(logMaxClients, slog.LevelWarn, "connection refused: max number of clients reached", "id", s.nextID.Add(1),
 			"remote", nc.RemoteAddr().String(), "maxclients", s.cfg.MaxClients)
 		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = nc.Write(redcon.AppendError(nil, commands.ErrMaxClients.Line()))
@@ -321,6 +325,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	clear(s.batchers)
 	s.mu.Unlock()
+	s.flood.Flush() // the lines suppressed in the last window are told
 	return err
 }
 

@@ -1,7 +1,8 @@
 // Package resp is the Redis protocol's framing, both ways: the guard that
-// checks a request's framing against the limits as its bytes arrive (before
-// redcon's parser reads it in place, in package protocol), and the writer
-// that builds a connection's replies in RESP2 or RESP3.
+// checks a request's framing against the limits as its bytes arrive, the
+// reader of one complete request (ReadCommand: redcon's parser in place for
+// a multibulk request, Redis's sdssplitargs for an inline one), and the
+// writer that builds a connection's replies in RESP2 or RESP3.
 //
 // It owns bytes and frames only: it may not know connections, commands'
 // meanings, the store or the event loops. Error replies come from the
