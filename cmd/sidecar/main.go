@@ -108,6 +108,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		// (Drive); a standalone Redis is reached through its Wire.
 		Wire:           wire,
 		BackendTimeout: cfg.backendTimeout,
+		MaxTxMemory:    int64(cfg.maxTxMemory),
 		Logger:         log,
 	}, commands.New(st, limits, nil), st)
 
