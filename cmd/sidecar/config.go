@@ -30,6 +30,7 @@ type config struct {
 	logFormat      string
 	logLevel       string
 	adminListen    string
+	adminMaxConns  int
 	fileCacheMB    int
 	checkOnly      bool
 }
@@ -65,6 +66,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.IntVar(&c.fileCacheMB, "file-cache-mb", 8, "block cache of the file: store in MiB; the default suits a sidecar, raise it for stores of millions of records")
 	fs.StringVar(&c.adminListen, "admin-listen", "", "`host:port` to serve HTTP on for operators: GET /metrics, /healthz, /readyz (empty: no HTTP port)")
+	fs.IntVar(&c.adminMaxConns, "admin-max-clients", 64, "most connections the --admin-listen port serves at once; more wait to be accepted, so that probes cannot take the descriptors of RESP clients")
 	fs.BoolVar(&c.checkOnly, "check", false, "check that the sidecar at --listen answers PING (with --requirepass), exit 0 if so, 1 if not: a container healthcheck")
 	// The flag package prints the usage itself on -help and on every bad
 	// flag: it is silenced, and printed here for -help only, once. A bad
@@ -111,6 +113,8 @@ func (c config) check() error {
 		return fmt.Errorf("--file-cache-mb must be at least 1, got %d", c.fileCacheMB)
 	case c.maxClients < 1:
 		return fmt.Errorf("--max-clients must be at least 1, got %d", c.maxClients)
+	case c.adminMaxConns < 1:
+		return fmt.Errorf("--admin-max-clients must be at least 1, got %d", c.adminMaxConns)
 	case c.eventLoops < 1 || c.eventLoops > 256:
 		return fmt.Errorf("--event-loops must be between 1 and 256, got %d", c.eventLoops)
 	case c.idleTimeout < 0:
