@@ -56,9 +56,12 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.IntVar(&c.maxKeyBytes, "max-key-bytes", 1024, "largest key in bytes")
 	fs.IntVar(&c.maxValueBytes, "max-value-bytes", 65536, "largest value in bytes")
 	fs.IntVar(&c.maxClients, "max-clients", 10000, "most client connections at once")
-	// 256 MiB: 32 connections at the per-transaction bound (8 MiB), or
-	// thousands with the few small commands transactions hold in use.
-	c.maxTxMemory = 256 << 20
+	// 64 MiB: eight connections at the per-transaction bound (8 MiB) at
+	// once, or thousands with the few small commands transactions hold in
+	// use. The heap grows past what is held (GOGC 400 off memory:): 300
+	// connections queuing 7.5 MiB each peaked at 520 MB RSS on file: with
+	// 64 MiB, 1.4 GB with 256 MiB (docs/benchmarks.md, N3).
+	c.maxTxMemory = 64 << 20
 	fs.Var(&c.maxTxMemory, "max-tx-memory", "most memory the queues of open transactions (MULTI) hold together, on all connections; a command queued past it gets -OOM and its transaction is discarded (bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each transaction's own)")
 	fs.IntVar(&c.eventLoops, "event-loops", 1, "event loops (threads) serving client connections; as Redis, one serves most loads")
 	fs.IntVar(&c.idleTimeout, "timeout", 0, "close a client connection idle this many `seconds` (0: never), as Redis's timeout")
