@@ -29,7 +29,7 @@ import (
 // server) for well under a millisecond or one fsync.
 //
 // Those bound one connection; Config.MaxTxMemory bounds all of them
-// together (300 connections at 8 MiB each held 2.5 GB), counted in
+// together (300 connections at 8 MiB each grew it to 4-6 GB), counted in
 // Server.txBytes as queuedSize: past it the command is refused with -OOM,
 // the same way.
 const (
@@ -184,8 +184,9 @@ func (c *conn) exec() {
 		c.out.Reply(commands.ExecAbortQueued())
 		return
 	}
-	// The block is held until it has run (at most the backend timeout, or
-	// a hung store's goroutine): it is released from the count then.
+	// The block stays counted until EXEC's reply is written, within the
+	// backend timeout; a hung store's goroutine may keep its copy longer,
+	// uncounted, as it keeps its own goroutine (execBounded).
 	c.offload(func() {
 		c.runBlock(t.cmds)
 		c.srv.txBytes.Add(-t.held)
