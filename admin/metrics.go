@@ -45,6 +45,8 @@ var (
 		"Client connections open.", nil, nil)
 	descMaxClients = prometheus.NewDesc("prepkey_max_clients",
 		"Most client connections at once (--max-clients).", nil, nil)
+	descTxQueued = prometheus.NewDesc("prepkey_tx_queued_bytes",
+		"Bytes held by the queues of open transactions (MULTI), bounded by --max-tx-memory.", nil, nil)
 	descReceived = prometheus.NewDesc("prepkey_connections_received_total",
 		"Client connections accepted or refused.", nil, nil)
 	descRejected = prometheus.NewDesc("prepkey_rejected_connections_total",
@@ -68,7 +70,7 @@ type serverCollector struct {
 
 func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCommands, descDuration, descBackend, descBatch, descConnected,
-		descMaxClients, descReceived, descRejected, descErrors, descUp, descLoopConns, descInfo} {
+		descMaxClients, descTxQueued, descReceived, descRejected, descErrors, descUp, descLoopConns, descInfo} {
 		ch <- d
 	}
 }
@@ -85,6 +87,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- histogram(descBatch, s.BatchSize, s.BatchBounds, 1)
 	ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(s.ConnectedClients))
 	ch <- prometheus.MustNewConstMetric(descMaxClients, prometheus.GaugeValue, float64(s.MaxClients))
+	ch <- prometheus.MustNewConstMetric(descTxQueued, prometheus.GaugeValue, float64(s.TxQueuedBytes))
 	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(s.ConnectionsTotal))
 	ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(s.RejectedTotal))
 	for p, n := range s.Errors {

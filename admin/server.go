@@ -21,14 +21,18 @@ type Config struct {
 	Health *Health
 	// Store, when it is a prometheus.Collector, adds its own metrics
 	// (pebble's disk usage, Redis's reloads, expired records swept).
-	Store  any
-	Logger *slog.Logger
+	Store any
+	// MaxConns bounds the connections served at once (--admin-max-clients);
+	// past it new ones wait to be accepted. 0: no bound.
+	MaxConns int
+	Logger   *slog.Logger
 }
 
 // Server is the HTTP server of --admin-listen.
 type Server struct {
-	http *http.Server
-	reg  *prometheus.Registry
+	http     *http.Server
+	reg      *prometheus.Registry
+	maxConns int
 }
 
 // New returns the admin server; Serve serves it.
@@ -61,9 +65,11 @@ func New(cfg Config) *Server {
 		}
 		text(w, http.StatusNotFound, "not found: the admin port serves GET /metrics, /healthz and /readyz")
 	})
-	return &Server{reg: reg, http: &http.Server{
+	return &Server{reg: reg, maxConns: cfg.MaxConns, http: &http.Server{
 		Handler: mux,
-		// Probes and scrapes are small: bound what a client may hold.
+		// Probes and scrapes are small: bound what a client may hold. A
+		// connection that sends nothing is closed after ReadHeaderTimeout,
+		// an idle kept-alive one after IdleTimeout.
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -82,6 +88,9 @@ func text(w http.ResponseWriter, code int, msg string) {
 
 // Serve serves HTTP on ln until Shutdown; it then returns nil.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.maxConns > 0 {
+		ln = limitConns(ln, s.maxConns)
+	}
 	if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -22,11 +22,12 @@ const (
 	PrefixUNAVAILABLE
 	PrefixMISMATCH
 	PrefixEXECABORT
+	PrefixOOM
 	// NumPrefixes is how many prefixes there are (counters by Prefix).
 	NumPrefixes
 )
 
-var prefixNames = [NumPrefixes]string{"ERR", "NOAUTH", "WRONGPASS", "NOPROTO", "UNAVAILABLE", "MISMATCH", "EXECABORT"}
+var prefixNames = [NumPrefixes]string{"ERR", "NOAUTH", "WRONGPASS", "NOPROTO", "UNAVAILABLE", "MISMATCH", "EXECABORT", "OOM"}
 
 func (p Prefix) String() string { return prefixNames[p] }
 
@@ -69,6 +70,7 @@ const (
 	ErrDiscardWithoutMulti
 	ErrNoWatch   // WATCH or UNWATCH
 	ErrQueueFull // the bounds on commands and bytes
+	ErrTxMemory  // --max-tx-memory, over all connections
 
 	// Connection commands.
 	ErrNoAuth
@@ -129,6 +131,10 @@ var catalogue = [numErrCodes]errSpec{
 	ErrDiscardWithoutMulti: {PrefixERR, "ERR DISCARD without MULTI"},
 	ErrNoWatch:             {PrefixERR, "ERR %s is not supported: use IFEQ conditions"},
 	ErrQueueFull:           {PrefixERR, "ERR transaction queue is full (at most %d commands and %d bytes of arguments between MULTI and EXEC); the transaction is discarded"},
+	// Redis's words for its own memory bound ("OOM command not allowed when
+	// used memory > 'maxmemory'."), naming the bound that refused: a client
+	// that retries OOM later retries this too.
+	ErrTxMemory: {PrefixOOM, "OOM command not allowed when transactions' queued memory > 'max-tx-memory' (%d bytes); the transaction is discarded"},
 
 	ErrNoAuth:             {PrefixNOAUTH, "NOAUTH Authentication required."},
 	ErrHelloNoAuth:        {PrefixNOAUTH, "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"},

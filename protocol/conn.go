@@ -163,6 +163,7 @@ func (c *conn) Traffic() (closeIt bool) { return c.traffic() }
 // the server forgets it.
 func (c *conn) Closed() {
 	c.closed = true
+	c.endTx() // a transaction left open releases what it queued
 	c.srv.forget(c)
 }
 

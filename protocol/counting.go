@@ -19,6 +19,8 @@ func (s *Server) Stats() stats.Snapshot {
 	snap := s.stats.Snapshot()
 	snap.ConnectedClients = s.clients.Load()
 	snap.MaxClients = s.cfg.MaxClients
+	snap.TxQueuedBytes = s.txBytes.Load()
+	snap.MaxTxMemory = s.cfg.MaxTxMemory
 	snap.CommandsProcessed = s.processed.Load()
 	snap.Uptime = time.Since(s.started)
 	snap.Backend = s.cfg.Backend

@@ -57,6 +57,10 @@ func (c *conn) info(args [][]byte) {
 		add("connected_clients", fmt.Sprint(snap.ConnectedClients))
 		add("maxclients", fmt.Sprint(snap.MaxClients))
 		add("blocked_clients", "0")
+		// prepkey's own: what open transactions hold queued, and its
+		// bound (as Redis's maxmemory_clients in its Memory section).
+		add("tx_queued_bytes", fmt.Sprint(snap.TxQueuedBytes))
+		add("max_tx_memory", fmt.Sprint(snap.MaxTxMemory))
 	})
 	section("Memory", true, func(add func(k, v string)) {
 		var ms runtime.MemStats

@@ -98,7 +98,13 @@ type Config struct {
 	// BackendTimeout bounds every store call (--backend-timeout): past it
 	// the commands get -UNAVAILABLE, whatever the store does (default 2s).
 	BackendTimeout time.Duration
-	Logger         *slog.Logger
+	// MaxTxMemory bounds what the transactions open on all connections
+	// together hold queued (queuedSize: arguments and their headers), as
+	// Redis's maxmemory-clients bounds its clients together; a command
+	// queued past it is refused with -OOM and its transaction discarded.
+	// 0: no bound but each connection's own.
+	MaxTxMemory int64
+	Logger      *slog.Logger
 	// Portable serves each connection on a goroutine of its own instead
 	// of gnet's event loops (transport/portable.go); it is the only transport on
 	// wasip1, where gnet does not build.
@@ -125,6 +131,7 @@ type Server struct {
 	processed atomic.Int64
 	clients   atomic.Int64
 	closing   atomic.Bool
+	txBytes   atomic.Int64 // held by open transactions' queues (MaxTxMemory)
 
 	mu       sync.Mutex
 	ln       net.Listener

@@ -27,10 +27,31 @@ import (
 // 1024 commands is far above what clients use transactions for, and one
 // isolated unit that size still holds its keys (locks, or the Redis
 // server) for well under a millisecond or one fsync.
+//
+// Those bound one connection; Config.MaxTxMemory bounds all of them
+// together (300 connections at 8 MiB each grew it to 4-6 GB), counted in
+// Server.txBytes as queuedSize: past it the command is refused with -OOM,
+// the same way.
 const (
 	maxQueuedCommands = 1024
 	maxQueuedBytes    = 8 << 20 // of arguments, over the whole queue
 )
+
+// argOverhead is what a queued argument holds beyond its bytes: its slice
+// header (24 bytes) and its copy's smallest allocation (8). Empty and
+// one-byte arguments cost that much each, and a queue may hold a million
+// of them (1024 commands of 1024 arguments), so the server-wide bound
+// counts it.
+const argOverhead = 32
+
+// queuedSize is what queuing args holds, as Config.MaxTxMemory counts it.
+func queuedSize(args [][]byte) int64 {
+	n := int64(0)
+	for _, a := range args {
+		n += int64(len(a)) + argOverhead
+	}
+	return n
+}
 
 // tx is a connection's transaction, between MULTI and EXEC or DISCARD.
 type tx struct {
@@ -38,13 +59,21 @@ type tx struct {
 	refused bool // a command was refused while queued: EXEC aborts
 	cmds    [][][]byte
 	bytes   int
+	held    int64 // reserved in Server.txBytes for cmds (queuedSize)
 }
 
-func (t *tx) reset() { *t = tx{} }
+// endTx ends the connection's transaction and releases what its queue
+// held from the server-wide count: at DISCARD, QUIT, a refusal, and when
+// the connection closes (Closed). EXEC takes the queue instead (exec).
+func (c *conn) endTx() {
+	c.srv.txBytes.Add(-c.tx.held)
+	c.tx = tx{}
+}
 
 // The transaction commands outside MULTI; inside it, queue answers them.
 func (c *conn) multi([][]byte) {
-	c.tx = tx{on: true}
+	c.endTx() // nothing is queued outside MULTI: this only starts afresh
+	c.tx.on = true
 	c.out.Simple("OK")
 }
 
@@ -72,7 +101,7 @@ func (c *conn) queue(args [][]byte) {
 		c.out.Fail(commands.ErrNestedMulti) // the transaction stays open, as in Redis
 		return
 	case "discard":
-		c.tx.reset()
+		c.endTx()
 		c.out.Simple("OK")
 		return
 	case "exec":
@@ -82,7 +111,7 @@ func (c *conn) queue(args [][]byte) {
 		c.watch(args)
 		return
 	case "quit": // Redis does not queue QUIT either
-		c.tx.reset()
+		c.endTx()
 		c.quitCmd(args)
 		return
 	}
@@ -111,17 +140,38 @@ func (c *conn) queue(args [][]byte) {
 		c.refuse(commands.ErrQueueFull.Replyf(maxQueuedCommands, maxQueuedBytes))
 		return
 	}
+	held := queuedSize(args)
+	if !c.srv.reserveTx(held) {
+		c.refuse(commands.ErrTxMemory.Replyf(c.srv.cfg.MaxTxMemory))
+		return
+	}
 	c.tx.cmds = append(c.tx.cmds, cloneArgs(args)) // args point into gnet's buffer
 	c.tx.bytes += size
+	c.tx.held += held
 	c.out.Simple("QUEUED")
+}
+
+// reserveTx counts n more bytes queued in transactions, unless that passes
+// MaxTxMemory. Several event loops queue at once: the bound is checked in
+// the same step as the count moves, so they never pass it together.
+func (s *Server) reserveTx(n int64) bool {
+	for {
+		cur := s.txBytes.Load()
+		if s.cfg.MaxTxMemory > 0 && cur+n > s.cfg.MaxTxMemory {
+			return false
+		}
+		if s.txBytes.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
 }
 
 // refuse answers a command refused while queued; EXEC will abort, so the
 // queue is dropped now.
 func (c *conn) refuse(r commands.Reply) {
 	c.out.Reply(r)
-	c.tx.refused = true
-	c.tx.cmds, c.tx.bytes = nil, 0
+	c.endTx()
+	c.tx.on, c.tx.refused = true, true
 }
 
 // exec ends the transaction: -EXECABORT after a refused command, else the
@@ -129,12 +179,18 @@ func (c *conn) refuse(r commands.Reply) {
 // later input waits for its reply, so replies keep their order.
 func (c *conn) exec() {
 	t := c.tx
-	c.tx.reset()
+	c.tx = tx{}
 	if t.refused {
 		c.out.Reply(commands.ExecAbortQueued())
 		return
 	}
-	c.offload(func() { c.runBlock(t.cmds) })
+	// The block stays counted until EXEC's reply is written, within the
+	// backend timeout; a hung store's goroutine may keep its copy longer,
+	// uncounted, as it keeps its own goroutine (execBounded).
+	c.offload(func() {
+		c.runBlock(t.cmds)
+		c.srv.txBytes.Add(-t.held)
+	})
 }
 
 // runBlock runs a transaction's commands and writes EXEC's reply. It runs

@@ -24,11 +24,13 @@ type config struct {
 	maxKeyBytes    int
 	maxValueBytes  int
 	maxClients     int
+	maxTxMemory    byteSize
 	eventLoops     int
 	idleTimeout    int
 	logFormat      string
 	logLevel       string
 	adminListen    string
+	adminMaxConns  int
 	fileCacheMB    int
 	checkOnly      bool
 }
@@ -54,12 +56,20 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.IntVar(&c.maxKeyBytes, "max-key-bytes", 1024, "largest key in bytes")
 	fs.IntVar(&c.maxValueBytes, "max-value-bytes", 65536, "largest value in bytes")
 	fs.IntVar(&c.maxClients, "max-clients", 10000, "most client connections at once")
+	// 64 MiB: eight connections at the per-transaction bound (8 MiB) at
+	// once, or thousands with the few small commands transactions hold in
+	// use. The heap grows past what is held (GOGC 400 off memory:): 300
+	// connections queuing 7.5 MiB each peaked at 520 MB RSS on file: with
+	// 64 MiB, 1.4 GB with 256 MiB (docs/benchmarks.md, N3).
+	c.maxTxMemory = 64 << 20
+	fs.Var(&c.maxTxMemory, "max-tx-memory", "most memory the queues of open transactions (MULTI) hold together, on all connections; a command queued past it gets -OOM and its transaction is discarded (bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each transaction's own)")
 	fs.IntVar(&c.eventLoops, "event-loops", 1, "event loops (threads) serving client connections; as Redis, one serves most loads")
 	fs.IntVar(&c.idleTimeout, "timeout", 0, "close a client connection idle this many `seconds` (0: never), as Redis's timeout")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.IntVar(&c.fileCacheMB, "file-cache-mb", 8, "block cache of the file: store in MiB; the default suits a sidecar, raise it for stores of millions of records")
 	fs.StringVar(&c.adminListen, "admin-listen", "", "`host:port` to serve HTTP on for operators: GET /metrics, /healthz, /readyz (empty: no HTTP port)")
+	fs.IntVar(&c.adminMaxConns, "admin-max-clients", 64, "most connections the --admin-listen port serves at once; more wait to be accepted, so that probes cannot take the descriptors of RESP clients")
 	fs.BoolVar(&c.checkOnly, "check", false, "check that the sidecar at --listen answers PING (with --requirepass), exit 0 if so, 1 if not: a container healthcheck")
 	// The flag package prints the usage itself on -help and on every bad
 	// flag: it is silenced, and printed here for -help only, once. A bad
@@ -106,6 +116,8 @@ func (c config) check() error {
 		return fmt.Errorf("--file-cache-mb must be at least 1, got %d", c.fileCacheMB)
 	case c.maxClients < 1:
 		return fmt.Errorf("--max-clients must be at least 1, got %d", c.maxClients)
+	case c.adminMaxConns < 1:
+		return fmt.Errorf("--admin-max-clients must be at least 1, got %d", c.adminMaxConns)
 	case c.eventLoops < 1 || c.eventLoops > 256:
 		return fmt.Errorf("--event-loops must be between 1 and 256, got %d", c.eventLoops)
 	case c.idleTimeout < 0:

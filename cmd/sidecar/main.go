@@ -92,10 +92,15 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			return 2
 		}
 	}
+	adminConns := 0
+	if adminLn != nil {
+		adminConns = cfg.adminMaxConns
+	}
+	maxClients := fitClients(cfg.maxClients, adminConns, log)
 	limits := commands.Limits{MaxKeyBytes: cfg.maxKeyBytes, MaxValueBytes: cfg.maxValueBytes}
 	srv := protocol.New(protocol.Config{
 		Password:   cfg.requirePass,
-		MaxClients: cfg.maxClients,
+		MaxClients: maxClients,
 		EventLoops: cfg.eventLoops,
 		// Redis's timeout: seconds a client may stay idle (0: forever).
 		IdleTimeout: time.Duration(cfg.idleTimeout) * time.Second,
@@ -108,6 +113,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		// (Drive); a standalone Redis is reached through its Wire.
 		Wire:           wire,
 		BackendTimeout: cfg.backendTimeout,
+		MaxTxMemory:    int64(cfg.maxTxMemory),
 		Logger:         log,
 	}, commands.New(st, limits, nil), st)
 
@@ -120,7 +126,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	go func() { served <- srv.Serve(ln) }()
 	var adm *admin.Server
 	if adminLn != nil {
-		adm = admin.New(admin.Config{Stats: srv, Health: health, Store: st, Logger: log})
+		adm = admin.New(admin.Config{Stats: srv, Health: health, Store: st, MaxConns: cfg.adminMaxConns, Logger: log})
 		go func() {
 			if err := adm.Serve(adminLn); err != nil {
 				served <- fmt.Errorf("admin: %w", err)

@@ -312,6 +312,8 @@ func (c CommandStats) Calls() uint64 {
 type Snapshot struct {
 	ConnectedClients   int64
 	MaxClients         int
+	TxQueuedBytes      int64 // held by open transactions (INFO's tx_queued_bytes)
+	MaxTxMemory        int64 // --max-tx-memory (0: none)
 	ConnectionsTotal   int64 // total_connections_received
 	RejectedTotal      int64 // rejected_connections (max-clients)
 	CommandsProcessed  int64
