@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 )
 
 // Config is what the admin server serves.
@@ -89,7 +90,12 @@ func text(w http.ResponseWriter, code int, msg string) {
 // Serve serves HTTP on ln until Shutdown; it then returns nil.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.maxConns > 0 {
-		ln = limitConns(ln, s.maxConns)
+		// Past the cap Accept waits for a connection to close: those
+		// dialled meanwhile wait in the kernel's accept queue, which takes
+		// no descriptor of the process, or are refused once it is full.
+		// So idle probes, however many, cannot take the descriptors the
+		// RESP port's clients need (issue 23, N4).
+		ln = netutil.LimitListener(ln, s.maxConns)
 	}
 	if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
