@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	sidecarBin = filepath.Join(dir, "sidecar")
-	build := exec.Command("go", "build", "-o", sidecarBin, ".")
+	build := exec.Command("go", "build", "-o", sidecarBin, "../cmd/sidecar")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the sidecar:", err)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ type sentinelSet struct {
 func startSentinelSet(t *testing.T) *sentinelSet {
 	t.Helper()
 	requireRedisServer(t)
-	script, err := filepath.Abs("../../scripts/redis-servers.sh")
+	script, err := filepath.Abs("../scripts/redis-servers.sh")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
@@ -71,7 +71,7 @@ func (s *sentinelSet) killMaster(t *testing.T) {
 // the sentinels make it a replica of the new master.
 func (s *sentinelSet) startMasterAgain(t *testing.T) {
 	t.Helper()
-	script, err := filepath.Abs("../../scripts/redis-servers.sh")
+	script, err := filepath.Abs("../scripts/redis-servers.sh")
 	require.NoError(t, err)
 	out, err := exec.Command(script, "start-again", s.dir, "sentinel-master").CombinedOutput()
 	require.NoError(t, err, string(out))
