@@ -21,6 +21,9 @@ import (
 // the sidecar with SIGKILL, restarts it on the same directory and finds
 // every one with its value and ttlAt.
 func TestKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills sidecars under load, round after round")
+	}
 	dir := t.TempDir()
 	s := start(t, "--backend", "file:"+dir)
 	const clients, each = 16, 125
