@@ -8,6 +8,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"strings"
@@ -122,11 +123,6 @@ func TestConformanceWireMiniredis(t *testing.T) { run(t, miniredisStore(""), tru
 func TestConformanceWowMiniredis(t *testing.T)     { run(t, miniredisStore("wow"), false) }
 func TestConformanceWowWireMiniredis(t *testing.T) { run(t, miniredisStore("wow"), true) }
 
-// layout=wow is not run on the real servers here: its keys are Wow's, with
-// no prefix a test could own (backend/redis gives each store a head of its
-// own through an unexported option), and the servers are shared by the
-// tests of every package. miniredis runs it, one server per store.
-
 // serverURL returns a real server's URL from the environment (printed by
 // scripts/redis-servers.sh up, or scripts/ferretdb.sh up); without it the
 // test is skipped, except under CI=true, where a skip would hide a backend.
@@ -144,70 +140,90 @@ func serverURL(t *testing.T, names ...string) string {
 	return ""
 }
 
-func redisServer(env string) func(t *testing.T) storetest.NewStore {
-	return func(t *testing.T) storetest.NewStore {
-		url := serverURL(t, env)
-		return func(t *testing.T, opts backend.Options) storetest.Harness {
-			return storetest.Harness{Store: openRedis(t, url, opts, true)}
+// redisServer opens stores on the real server of variable env, in layout
+// (empty: the default layout, with a key prefix of the store's own; wow:
+// Wow's keys, which have none, so each env's namespaces have a head of
+// their own). On a Cluster (isolates) a block runs as one script only when
+// its keys are in one slot; elsewhere EXEC answers -EXECABORT.
+func redisServer(t *testing.T, env, layout string, cluster bool) storetest.NewStore {
+	url := serverURL(t, env)
+	if layout != "" {
+		url = withQuery(url, "layout="+layout)
+	}
+	return func(t *testing.T, opts backend.Options) storetest.Harness {
+		h := storetest.Harness{Store: openRedis(t, url, opts, layout == "")}
+		if cluster {
+			h.Isolates = oneSlot(layout)
 		}
+		return h
 	}
 }
 
 func TestConformanceStandalone(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer("PREPKEY_REDIS_URL")(t), false)
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "", false), false)
 }
 
 func TestConformanceWireStandalone(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer("PREPKEY_REDIS_URL")(t), true)
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "", false), true)
 }
 
 func TestConformanceSentinel(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer("PREPKEY_REDIS_SENTINEL_URL")(t), false)
+	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "", false), false)
 }
 
-// TestConformanceCluster: a Cluster runs a block as one script only when
-// its keys are in one slot; elsewhere EXEC answers -EXECABORT.
 func TestConformanceCluster(t *testing.T) {
 	t.Parallel()
-	url := serverURL(t, "PREPKEY_REDIS_CLUSTER_URL")
-	run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
-		s := openRedis(t, url, opts, true)
-		return storetest.Harness{Store: s, Isolates: oneSlot, BlockKeys: slotMates()}
-	}, false)
+	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "", true), false)
 }
 
-// oneSlot reports whether keys of ns are in one Cluster slot. A record's
-// Redis key is prefix + "{" + ns + ":" + key + "}" with '%' and '}' of key
-// escaped (backend/redis/keys.go): the hash tag is the (namespace, key).
-func oneSlot(ns string, keys [][]byte) bool {
-	for _, k := range keys {
-		if slot(ns, k) != slot(ns, keys[0]) {
-			return false
+func TestConformanceWowStandalone(t *testing.T) {
+	t.Parallel()
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "wow", false), false)
+}
+
+func TestConformanceWowWireStandalone(t *testing.T) {
+	t.Parallel()
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "wow", false), true)
+}
+
+func TestConformanceWowSentinel(t *testing.T) {
+	t.Parallel()
+	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "wow", false), false)
+}
+
+func TestConformanceWowCluster(t *testing.T) {
+	t.Parallel()
+	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "wow", true), false)
+}
+
+// oneSlot reports whether keys of ns are in one Cluster slot, in layout.
+// The hash tag of a record's Redis key is its (namespace, key): in the
+// default layout ns + ":" + key with '%' and '}' of key escaped
+// (backend/redis/keys.go), in layout=wow b64(ns) + "." + b64(key)
+// (v2:prepare:{…}, base64url without padding).
+func oneSlot(layout string) func(ns string, keys [][]byte) bool {
+	tag := func(ns string, key []byte) string {
+		if layout == "wow" {
+			b := base64.RawURLEncoding
+			return b.EncodeToString([]byte(ns)) + "." + b.EncodeToString(key)
 		}
+		return ns + ":" + strings.NewReplacer("%", "%25", "}", "%7D").Replace(string(key))
 	}
-	return true
-}
-
-// slotMates are two keys of ns in one slot.
-func slotMates() [2]string {
-	bySlot := map[uint16]string{}
-	for i := 0; ; i++ {
-		k := fmt.Sprintf("key%d", i)
-		sl := slot(ns, []byte(k))
-		if other, ok := bySlot[sl]; ok {
-			return [2]string{other, k}
+	return func(ns string, keys [][]byte) bool {
+		for _, k := range keys {
+			if slot(tag(ns, k)) != slot(tag(ns, keys[0])) {
+				return false
+			}
 		}
-		bySlot[sl] = k
+		return true
 	}
 }
 
-// slot is the Cluster slot of (ns, key): CRC16 (XMODEM) of its hash tag,
-// modulo 16384.
-func slot(ns string, key []byte) uint16 {
-	tag := ns + ":" + strings.NewReplacer("%", "%25", "}", "%7D").Replace(string(key))
+// slot is the Cluster slot of a hash tag: CRC16 (XMODEM) modulo 16384.
+func slot(tag string) uint16 {
 	var crc uint16
 	for i := 0; i < len(tag); i++ {
 		crc ^= uint16(tag[i]) << 8

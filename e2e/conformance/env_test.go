@@ -18,9 +18,6 @@ import (
 // own are unexported, and which links no server): one fresh store of a
 // backend's harness, with calls that fail the test on any store error.
 
-// ns is the namespace of every case.
-const ns = "ns"
-
 // retention is the stores' retention: long enough that on real time an
 // expired seed is still retained while a case runs (storetest's
 // tableRetention).
@@ -31,6 +28,11 @@ type env struct {
 	t   *testing.T
 	h   storetest.Harness
 	ctx context.Context
+	// ns is the namespace of every case, and prefix the head of every
+	// namespace the case uses: a head of the env's own, so that on a
+	// server shared with other tests (layout=wow, whose Redis keys have no
+	// prefix a test could own) no two envs see each other's records.
+	ns, prefix string
 	// ttl is the TTL of a seeded record that a case then lets expire, and
 	// expire how far the clock moves to expire it: at the boundary on a
 	// movable clock, with margins on real time (storetest's clock plan).
@@ -42,12 +44,17 @@ type env struct {
 func newEnv(t *testing.T, newStore storetest.NewStore) *env {
 	t.Helper()
 	h := storetest.Open(t, newStore, retention)
-	e := &env{t: t, h: h, ctx: t.Context(), ttl: 100 * time.Millisecond, expire: 300 * time.Millisecond}
+	prefix := fmt.Sprintf("t%x_", time.Now().UnixNano())
+	e := &env{t: t, h: h, ctx: t.Context(), ns: prefix + "ns", prefix: prefix,
+		ttl: 100 * time.Millisecond, expire: 300 * time.Millisecond}
 	if e.movable() {
 		e.ttl, e.expire = 10*time.Second, 10*time.Second
 	}
 	return e
 }
+
+// name is namespace n of this env (its head, then n).
+func (e *env) name(n string) string { return e.prefix + n }
 
 // movable reports whether the store's clock can be moved by the case.
 func (e *env) movable() bool { return e.h.Advance != nil }
@@ -151,15 +158,24 @@ func (e *env) isolates(keys []string) bool {
 	for i, k := range keys {
 		bs[i] = []byte(k)
 	}
-	return e.h.Isolates(ns, bs)
+	return e.h.Isolates(e.ns, bs)
 }
 
-// blockKeys are the two keys of the isolation races.
+// blockKeys are the two keys of the isolation races: "a" and "b" when
+// the store isolates a block on them, else two keys it does (on a Cluster,
+// two of one slot: one key in 16,384 shares key0's, so a million keys hold
+// one all but surely), else "a" and "b" again (the store isolates no
+// block, and the race is skipped).
 func (e *env) blockKeys() (string, string) {
-	if e.h.BlockKeys[0] == "" {
+	if e.isolates([]string{"a", "b"}) {
 		return "a", "b"
 	}
-	return e.h.BlockKeys[0], e.h.BlockKeys[1]
+	for i := 1; i < 1<<20; i++ {
+		if k := fmt.Sprintf("key%d", i); e.isolates([]string{"key0", k}) {
+			return "key0", k
+		}
+	}
+	return "a", "b"
 }
 
 // race runs f(0..n-1) on n goroutines released together, and returns the

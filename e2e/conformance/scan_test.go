@@ -79,18 +79,18 @@ func runScan(t *testing.T, newStore storetest.NewStore) {
 	t.Run("cursors", func(t *testing.T) { testScanCursors(t, newStore) })
 	t.Run("empty namespace", func(t *testing.T) {
 		e := newEnv(t, newStore)
-		require.True(t, e.prepare("other", "k", "v", forever))
-		got, _ := e.scanAll(e.handler(), ns)
+		require.True(t, e.prepare(e.name("other"), "k", "v", forever))
+		got, _ := e.scanAll(e.handler(), e.ns)
 		require.Empty(t, got)
 	})
 }
 
 // seedScan reserves scanKeys in ns (live forever, live with a TTL, and
 // expired but retained, in turn), records in other namespaces whose names
-// extend ns, and one lapsed record; it returns what a scan of ns must
+// extend e.ns, and one lapsed record; it returns what a scan of ns must
 // return.
 func seedScan(e *env) map[string]scanned {
-	require.True(e.t, e.prepare(ns, "lapsed", "gone", e.after(e.ttl)))
+	require.True(e.t, e.prepare(e.ns, "lapsed", "gone", e.after(e.ttl)))
 	e.advance(retention + e.expire)
 	want := map[string]scanned{}
 	var expiring []string
@@ -98,22 +98,22 @@ func seedScan(e *env) map[string]scanned {
 		v := "v\x00" + k
 		switch i % 3 {
 		case 0:
-			require.True(e.t, e.prepare(ns, k, v, forever))
+			require.True(e.t, e.prepare(e.ns, k, v, forever))
 			want[k] = scanned{v, -1}
 		case 1:
-			require.True(e.t, e.prepare(ns, k, v, e.at(time.Hour)))
+			require.True(e.t, e.prepare(e.ns, k, v, e.at(time.Hour)))
 			want[k] = scanned{v, e.wantAt}
 		case 2:
-			require.True(e.t, e.prepare(ns, k, v, e.after(e.ttl)))
+			require.True(e.t, e.prepare(e.ns, k, v, e.after(e.ttl)))
 			expiring = append(expiring, k)
 		}
 	}
 	for _, other := range []string{"n", "ns2", "ns.x", "NS", "n_s"} {
-		require.True(e.t, e.prepare(other, "alice", "not "+ns, forever))
+		require.True(e.t, e.prepare(e.name(other), "alice", "not "+e.ns, forever))
 	}
 	e.advance(e.expire)
 	for _, k := range expiring {
-		rec, ok := e.get(ns, k)
+		rec, ok := e.get(e.ns, k)
 		require.True(e.t, ok)
 		require.False(e.t, rec.Live)
 		want[k] = scanned{string(rec.Value), rec.TTLAt}
@@ -126,10 +126,10 @@ func testScanAll(t *testing.T, newStore storetest.NewStore) {
 	want := seedScan(e)
 	h := e.handler()
 	for _, count := range []int{1, 2, 7, 1000} {
-		got, _ := e.scanAll(h, ns, "COUNT", strconv.Itoa(count))
+		got, _ := e.scanAll(h, e.ns, "COUNT", strconv.Itoa(count))
 		e.requireScanned(want, got, "COUNT %d", count)
 	}
-	got, _ := e.scanAll(h, ns)
+	got, _ := e.scanAll(h, e.ns)
 	e.requireScanned(want, got, "default COUNT")
 }
 
@@ -182,7 +182,7 @@ func testScanMatch(t *testing.T, newStore storetest.NewStore) {
 			continue
 		}
 		for _, count := range []string{"1", "1000"} {
-			got, _ := e.scanAll(h, ns, "MATCH", tc.pattern, "COUNT", count)
+			got, _ := e.scanAll(h, e.ns, "MATCH", tc.pattern, "COUNT", count)
 			wantHere := map[string]scanned{}
 			for _, k := range tc.keys {
 				wantHere[k] = want[k]
@@ -208,14 +208,14 @@ func testScanLiveExpired(t *testing.T, newStore storetest.NewStore) {
 	require.NotEmpty(t, expired)
 	// EXPIRED first, with large pages: on a real clock the expired records
 	// lapse (tableRetention) while a slow scan runs.
-	got, _ := e.scanAll(h, ns, "expired", "COUNT", "1000")
+	got, _ := e.scanAll(h, e.ns, "expired", "COUNT", "1000")
 	e.requireScanned(expired, got, "EXPIRED")
 	require.NotEmpty(t, got, "EXPIRED")
-	got, _ = e.scanAll(h, ns, "EXPIRED", "COUNT", "2")
+	got, _ = e.scanAll(h, e.ns, "EXPIRED", "COUNT", "2")
 	e.requireScanned(expired, got, "EXPIRED COUNT 2")
-	got, _ = e.scanAll(h, ns, "LIVE", "COUNT", "2")
+	got, _ = e.scanAll(h, e.ns, "LIVE", "COUNT", "2")
 	require.Equal(t, live, got)
-	got, _ = e.scanAll(h, ns, "COUNT", "1000", "MATCH", "a*", "EXPIRED")
+	got, _ = e.scanAll(h, e.ns, "COUNT", "1000", "MATCH", "a*", "EXPIRED")
 	for k := range got {
 		require.Contains(t, expired, k)
 		require.Equal(t, byte('a'), k[0])
@@ -225,11 +225,11 @@ func testScanLiveExpired(t *testing.T, newStore storetest.NewStore) {
 func testScanCursors(t *testing.T, newStore storetest.NewStore) {
 	e := newEnv(t, newStore)
 	for i := range 30 {
-		require.True(t, e.prepare(ns, fmt.Sprintf("k%02d", i), "v", forever))
-		require.True(t, e.prepare("ns2", fmt.Sprintf("k%02d", i), "w", forever))
+		require.True(t, e.prepare(e.ns, fmt.Sprintf("k%02d", i), "v", forever))
+		require.True(t, e.prepare(e.name("ns2"), fmt.Sprintf("k%02d", i), "w", forever))
 	}
 	h := e.handler()
-	r := e.do(h, "PK.SCAN", ns, "0", "COUNT", "5")
+	r := e.do(h, "PK.SCAN", e.ns, "0", "COUNT", "5")
 	require.Equal(t, commands.ScanPage, r.Kind, r.Text)
 	cursor := string(r.Bytes)
 	if cursor == "0" {
@@ -247,16 +247,16 @@ func testScanCursors(t *testing.T, newStore storetest.NewStore) {
 	}
 	for _, c := range invalid {
 		require.NotEqual(t, cursor, c, "an invalid cursor must differ from the good one")
-		r := e.do(h, "PK.SCAN", ns, c)
+		r := e.do(h, "PK.SCAN", e.ns, c)
 		require.Equal(t, commands.Reply{Kind: commands.Error, Err: commands.ErrInvalidCursor, Text: "ERR invalid cursor"}, r, "cursor %q", c)
 	}
 	// A cursor handed out for ns is not good for another namespace.
-	r = e.do(h, "PK.SCAN", "ns2", cursor)
+	r = e.do(h, "PK.SCAN", e.name("ns2"), cursor)
 	require.Equal(t, commands.Reply{Kind: commands.Error, Err: commands.ErrInvalidCursor, Text: "ERR invalid cursor"}, r)
 
 	// A cursor is the store's, not the Handler's: another Handler (as
 	// after a restart of the sidecar) takes it and goes on.
-	r = e.do(e.handler(), "PK.SCAN", ns, cursor, "COUNT", "1000")
+	r = e.do(e.handler(), "PK.SCAN", e.ns, cursor, "COUNT", "1000")
 	require.Equal(t, commands.ScanPage, r.Kind, r.Text)
 	for _, rec := range r.Records {
 		require.Equal(t, "v", string(rec.Value))
@@ -264,7 +264,7 @@ func testScanCursors(t *testing.T, newStore storetest.NewStore) {
 	// The same cursor again gives the same records (cursors are
 	// positions, not iterator state), here everything left; in another
 	// order maybe (Redis's SCAN while its table rehashes).
-	again := e.do(h, "PK.SCAN", ns, cursor, "COUNT", "1000")
+	again := e.do(h, "PK.SCAN", e.ns, cursor, "COUNT", "1000")
 	keys := func(recs []backend.ScanRecord) map[string]bool {
 		m := map[string]bool{}
 		for _, r := range recs {

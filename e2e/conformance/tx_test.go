@@ -64,7 +64,7 @@ type blockRow struct {
 	then   []check  // state after a block that ran
 }
 
-func blockRows() []blockRow {
+func blockRows(ns string) []blockRow {
 	return []blockRow{{
 		name: "mixed commands on one key",
 		block: [][]string{
@@ -256,13 +256,14 @@ func readRESP(r *bufio.Reader) (string, error) {
 // testBlocks runs each block row, pipelined from MULTI to EXEC, on a fresh
 // store.
 func testBlocks(t *testing.T, newStore storetest.NewStore, wire bool) {
-	for _, r := range blockRows() {
-		t.Run(r.name, func(t *testing.T) {
+	for i, row := range blockRows("") {
+		t.Run(row.name, func(t *testing.T) {
 			e := newEnv(t, newStore)
+			r := blockRows(e.ns)[i] // the row in the env's namespace
 			seeds := map[string]backend.Record{}
 			for _, s := range r.seeds {
-				require.True(t, e.prepare(ns, s.key, s.value, forever))
-				seeds[s.key], _ = e.get(ns, s.key)
+				require.True(t, e.prepare(e.ns, s.key, s.value, forever))
+				seeds[s.key], _ = e.get(e.ns, s.key)
 			}
 			c := dialResp(t, serveStore(t, e, wire))
 			reqs := append([][]string{{"MULTI"}}, r.block...)
@@ -285,11 +286,11 @@ func testBlocks(t *testing.T, newStore storetest.NewStore, wire bool) {
 				require.True(t, strings.HasPrefix(got[len(got)-1], "-EXECABORT Transaction discarded: "), "EXEC = %q", got[len(got)-1])
 				for _, k := range r.keys {
 					if rec, ok := seeds[k]; ok {
-						got, found := e.get(ns, k)
+						got, found := e.get(e.ns, k)
 						require.True(t, found, "key %q", k)
 						require.Equal(t, rec, got, "key %q unchanged", k)
 					} else {
-						e.requireAbsent(ns, k)
+						e.requireAbsent(e.ns, k)
 					}
 				}
 				return
@@ -297,13 +298,13 @@ func testBlocks(t *testing.T, newStore storetest.NewStore, wire bool) {
 			for _, ch := range r.then {
 				switch ch.kind {
 				case checkAbsent:
-					e.requireAbsent(ns, ch.key)
+					e.requireAbsent(e.ns, ch.key)
 				case checkSame:
-					got, found := e.get(ns, ch.key)
+					got, found := e.get(e.ns, ch.key)
 					require.True(t, found, "key %q", ch.key)
 					require.Equal(t, seeds[ch.key], got, "key %q unchanged", ch.key)
 				case checkHolds:
-					e.requireLive(ns, ch.key, ch.value)
+					e.requireLive(e.ns, ch.key, ch.value)
 				}
 			}
 			// The connection serves on after EXEC.
@@ -336,7 +337,7 @@ func testBlockIsolation(t *testing.T, newStore storetest.NewStore, wire bool) {
 		if i%2 == 1 {
 			first, second = b, a
 		}
-		return [][]string{{"MULTI"}, {"PK.PREPARE", ns, first, v}, {"PK.PREPARE", ns, second, v}, {"EXEC"}}
+		return [][]string{{"MULTI"}, {"PK.PREPARE", e.ns, first, v}, {"PK.PREPARE", e.ns, second, v}, {"EXEC"}}
 	}
 	for round := range rounds {
 		winners := race(t, len(clients), func(i int) (bool, error) {
@@ -354,9 +355,9 @@ func testBlockIsolation(t *testing.T, newStore storetest.NewStore, wire bool) {
 		})
 		require.Len(t, winners, 1, "round %d: blocks that took both keys", round)
 		v := racerValue(winners[0])
-		e.requireLive(ns, a, v)
-		e.requireLive(ns, b, v)
-		require.True(t, e.rollback(ns, a, always))
-		require.True(t, e.rollback(ns, b, always))
+		e.requireLive(e.ns, a, v)
+		e.requireLive(e.ns, b, v)
+		require.True(t, e.rollback(e.ns, a, always))
+		require.True(t, e.rollback(e.ns, b, always))
 	}
 }
