@@ -1,5 +1,5 @@
 # prepkey: the usual entry points. `make test` is what CI runs.
-.PHONY: build run test test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run
+.PHONY: build run test test-short test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run
 
 # The binary as the image builds it (Dockerfile; scripts/build-sidecar.sh,
 # which every measuring script uses):
@@ -41,6 +41,17 @@ test: deps
 	cd tools/k8svalidate && go vet ./... && go test -count=1 -timeout 30m ./...
 	clients/run.sh
 
+# The fast tier, for the edit-test loop: vet, then every package's core
+# with -short, and no servers started (the tests that need Redis or MongoDB
+# skip unless their variables are set; under CI=true they fail instead, as
+# in `make test`). It leaves out what only `make test`
+# runs: the linearizability checks, failovers and restarts of real servers,
+# kills, full disks, the wasm build, and the conformance suite's repeats
+# (layout=wow, the Wire, the composed key change) on miniredis.
+test-short:
+	go vet ./...
+	go test -short -count=1 ./...
+
 # The examples in clients/ (Python, Node, Ruby, PHP, Go) against a fresh
 # sidecar.
 test-clients: deps
@@ -54,7 +65,7 @@ deps:
 # The linearizability checks (docs/linearizability.md) with longer
 # histories and more of them than `make test` runs; PK_LIN_SEED=n replays.
 test-long:
-	PK_LIN_LONG=1 scripts/test.sh -run 'TestLineariz' -v ./cmd/sidecar/
+	PK_LIN_LONG=1 scripts/test.sh -run 'TestLineariz' -v ./e2e/
 
 # The race detector over the packages whose concurrency is their own.
 test-race:

@@ -22,7 +22,7 @@ import (
 
 // The tests run the package against the real sidecar: TestMain builds
 // ./cmd/sidecar once, each test starts the sidecars it needs (the pattern of
-// cmd/sidecar's e2e_helpers_test.go, not imported across packages).
+// e2e/helpers_test.go, not imported across packages).
 
 // sidecarBin is the binary under test, built once by TestMain.
 var sidecarBin string

@@ -11,6 +11,9 @@ var testPortable bool
 // path a PK command takes, requests across many reads, mangled input
 // (the framing guard), shutdown with a run at the store.
 func TestPortable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the transport's tests again on the portable transport")
+	}
 	testPortable = true
 	defer func() { testPortable = false }()
 	for _, tc := range []struct {

@@ -13,7 +13,7 @@
 # redis-cli names there too. The tests then run through scripts/test.sh with
 # that directory first on PATH, so scripts/redis-servers.sh and the tests
 # that start servers of their own use the built ones. The default packages
-# are those that talk to Redis: ./backend/redis/... ./cmd/sidecar/...
+# are those that talk to Redis: ./backend/redis/... ./e2e/...
 # ./protocol/... . The built server's INFO server (version, git sha) is
 # printed first; the whole output goes to SRC_DIR/prepkey-test-HHMMSS.log.
 #
@@ -93,7 +93,7 @@ redis-cli -p "$port" --eval "$tmp/numbers.lua" prepkey:numbers | tr '\n' ' ' ||
 echo
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 
-if [ $# -eq 0 ]; then set -- ./backend/redis/... ./cmd/sidecar/... ./protocol/...; fi
+if [ $# -eq 0 ]; then set -- ./backend/redis/... ./e2e/... ./protocol/...; fi
 cd "$repo"
 log=$src/prepkey-test-$(date +%H%M%S).log
 echo "== scripts/test.sh -v $* (PATH starts with $bin/bin); output in $log"

@@ -15,11 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 )
-
-// The protocol layer hands a pipeline to Batch only if the store has it.
-var _ commands.Batcher = (*Store)(nil)
 
 // Op constructors, to keep the tables short.
 func opPrepare(key, value string, exp backend.Expiry) backend.Op {

@@ -27,7 +27,13 @@ func TestExpiryHeapAgainstSort(t *testing.T) {
 		}
 		require.Len(t, h, len(in))
 	}
-	for step := 0; step < 5000; step++ {
+	// 5,000 random steps; -short takes 500 (each step checks the whole
+	// heap: the long run takes half a minute on a loaded machine).
+	steps := 5000
+	if testing.Short() {
+		steps = 500
+	}
+	for step := 0; step < steps; step++ {
 		switch op := rng.IntN(4); {
 		case op <= 1 || len(in) == 0:
 			en := newEntry("k", nil, rng.Int64N(1000))

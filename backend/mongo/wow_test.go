@@ -12,7 +12,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 )
 
 // openWow opens a layout=wow store on a fresh database, with its log
@@ -85,57 +84,6 @@ func TestWowDocumentShape(t *testing.T) {
 	names, err := s.db.ListCollectionNames(ctx, bson.D{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"prepare_users"}, names)
-}
-
-// TestWowRefusals: arguments layout=wow cannot store get their -ERR, from
-// every command, and nothing is written.
-func TestWowRefusals(t *testing.T) {
-	s, _ := openWow(t, time.Hour, nil)
-	h := commands.New(s, commands.DefaultLimits, nil)
-	do := func(args ...string) commands.Reply {
-		raw := make([][]byte, len(args))
-		for i, a := range args {
-			raw[i] = []byte(a)
-		}
-		r, ok := h.Do(t.Context(), raw)
-		require.True(t, ok)
-		return r
-	}
-	errReply := func(text string) commands.Reply {
-		return commands.Reply{Kind: commands.Error, Err: commands.ErrRefused, Text: text}
-	}
-	const (
-		notJSON = "ERR value is not valid JSON (layout=wow)"
-		badKey  = "ERR key is not valid UTF-8 (layout=wow)"
-	)
-	require.Equal(t, commands.Reply{Kind: commands.Int, Int: 1}, do("PK.PREPARE", "ns", "held", `"v"`))
-	for _, tc := range []struct {
-		args  []string
-		reply string
-	}{
-		{[]string{"PK.PREPARE", "ns", "k", "v"}, notJSON},
-		{[]string{"PK.PREPARE", "ns", "k", ""}, notJSON},
-		{[]string{"PK.PREPARE", "ns", "k\xff", `"v"`}, badKey},
-		{[]string{"PK.PREPARE", "ns", "k", `{"$set":{"a":1}}`}, `ERR value cannot be stored in MongoDB (layout=wow): field name "$set" starts with '$'`},
-		{[]string{"PK.GET", "ns", "k\xff"}, badKey},
-		{[]string{"PK.GETVALUE", "ns", "\xc3"}, badKey},
-		{[]string{"PK.ROLLBACK", "ns", "held", "IFEQ", "v"}, notJSON},
-		{[]string{"PK.ROLLBACK", "ns", "\xff"}, badKey},
-		{[]string{"PK.REPREPARE", "ns", "held", "v"}, notJSON},
-		{[]string{"PK.REPREPARE", "ns", "held", `"w"`, "IFEQ", "v"}, notJSON},
-		{[]string{"PK.REPREPARE", "ns", "new", `"w"`, "FROM", "held", "IFEQ", "v"}, notJSON},
-		{[]string{"PK.REPREPARE", "ns", "new", "w", "FROM", "held", "IFEQ", `"v"`}, notJSON},
-		{[]string{"PK.REPREPARE", "ns", "new\xff", `"w"`, "FROM", "held", "IFEQ", `"v"`}, badKey},
-		{[]string{"PK.MPREPARE", "2", "ns", "a", `"x"`, "ns", "b", "x"}, notJSON},
-		{[]string{"PK.MPREPARE", "2", "ns", "a", `"x"`, "ns", "b\xff", `"x"`}, badKey},
-		{[]string{"PK.PREPARE", "ns", "k", "18446744073709551616"}, "ERR value cannot be stored in MongoDB (layout=wow): integer 18446744073709551616 is outside the 64-bit range"},
-	} {
-		require.Equal(t, errReply(tc.reply), do(tc.args...), "%q", tc.args)
-	}
-	n, err := s.collection("ns").CountDocuments(t.Context(), bson.D{})
-	require.NoError(t, err)
-	require.Equal(t, int64(1), n, "only the record of held")
-	require.Equal(t, commands.Reply{Kind: commands.Bulk, Bytes: []byte(`"v"`)}, do("PK.GET", "ns", "held"))
 }
 
 // TestWowUnusualRecords: records a Wow service (or a hand) may leave that

@@ -36,6 +36,9 @@ func keysWithSlots(ks keyCodec, ns string, n int, same bool) [][]byte {
 // taking it for a Cluster, so that every key change whose keys fall in two
 // slots takes the composed path with its compensation.
 func TestConformanceComposedMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the whole suite again, on the composed key change (make test runs it)")
+	}
 	ks := keyspace{prefix: "pk:"}
 	require.NotEqual(t, slot(ks.recordKey("ns", []byte("new"))), slot(ks.recordKey("ns", []byte("old"))),
 		"the suite's keys must fall in two slots for this test to mean anything")

@@ -121,6 +121,9 @@ func openWow(t testing.TB, url string, opts backend.Options) *Store {
 }
 
 func TestConformanceWowMiniredis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the whole suite again, in layout=wow (make test runs it)")
+	}
 	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
 		f := startFake(t)
 		s := openStore(t, wowURL(f.url()), Config{Options: opts, KeyPrefix: DefaultKeyPrefix})
@@ -155,6 +158,9 @@ func TestConformanceWowSentinel(t *testing.T) {
 
 // The conformance suite in layout=wow over the event loops' Wire.
 func TestConformanceWowWireMiniredis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the whole suite again, in layout=wow over the Wire (make test runs it)")
+	}
 	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
 		f := startFake(t)
 		s := openStore(t, wowURL(f.url()), Config{Options: opts, KeyPrefix: DefaultKeyPrefix})

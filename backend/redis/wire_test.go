@@ -133,6 +133,9 @@ func TestWireScanIsHandedBack(t *testing.T) {
 }
 
 func TestConformanceWireMiniredis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the whole suite again, over the Wire (make test runs it)")
+	}
 	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
 		f := startFake(t)
 		s := openStore(t, f.url(), Config{Options: opts})

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 )
 
 // wowForever is Wow's forever ttlAt, 6666-06-06T00:00:00Z.
@@ -98,7 +97,6 @@ func TestWowArgCheck(t *testing.T) {
 	def := openStore(t, f.url(), Config{})
 	require.Nil(t, def.ArgCheck())
 	wow := openStore(t, wowURL(f.url()), Config{KeyPrefix: DefaultKeyPrefix})
-	var _ commands.ArgRules = wow
 	check := wow.ArgCheck()
 	bad, good := []byte("a\xffb"), []byte("é")
 	for _, op := range []backend.Op{

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 )
 
 // ns is the namespace of every case that does not test namespaces.
@@ -75,8 +74,8 @@ func newEnv(t *testing.T, newStore NewStore, retention time.Duration) *env {
 	h := newStore(t, backend.Options{Retention: retention})
 	require.NotNil(t, h.Store, "NewStore returned no store")
 	if h.Values != nil {
-		_, batches := h.Store.(commands.Batcher)
-		require.False(t, batches, "Harness.Values does not wrap a commands.Batcher")
+		_, batches := h.Store.(batcher)
+		require.False(t, batches, "Harness.Values does not wrap a store's Batch")
 		h.Store = wrapValues(h.Store, h.Values)
 	}
 	return &env{t: t, h: h, ctx: t.Context(), plan: planFor(h.Advance != nil)}

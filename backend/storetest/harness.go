@@ -1,6 +1,10 @@
 // Package storetest is the conformance suite that every backend must pass:
 // one test per row of the PK contract that a store decides, plus races over
-// real goroutines. A backend runs all of it with one call:
+// real goroutines, all on the store's own methods. It imports no server
+// package (commands, protocol), so a backend's test binary links no server;
+// the cases that go through the server (PK.SCAN's cursors, MATCH and
+// LIVE/EXPIRED, MULTI/EXEC over connections) are in e2e/conformance, on
+// every backend. A backend runs it all with one call:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness { ... })
@@ -8,16 +12,42 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 )
+
+// Store is a store under test: the method set of commands.Store, written
+// here so that the suite links no server package (e2e/conformance checks
+// at compile time that the two stay one method set).
+type Store interface {
+	Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error)
+	Get(ctx context.Context, ns string, key []byte) (rec backend.Record, ok bool, err error)
+	Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error)
+	Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error)
+	Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error)
+	MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error)
+	Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error)
+	Secret(ctx context.Context) ([]byte, error)
+	Ping(ctx context.Context) error
+	Drive() backend.Drive
+}
+
+// batcher and execer are commands.Batcher and commands.Execer, the
+// optional interfaces of a store, by their method sets.
+type batcher interface {
+	Batch(ctx context.Context, ops []backend.Op, res []backend.Result)
+}
+
+type execer interface {
+	Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error
+}
 
 // Harness is one fresh, empty store under test and control of its clock.
 type Harness struct {
-	Store commands.Store
+	Store Store
 
 	// Now is the store's clock (for Redis, the server's). Nil means
 	// time.Now.
@@ -65,3 +95,11 @@ type Harness struct {
 // NewStore returns a fresh, empty store built with opts. It registers its
 // own cleanup with t.Cleanup.
 type NewStore func(t *testing.T, opts backend.Options) Harness
+
+// Open builds a fresh store with newStore, for suites outside this package
+// (e2e/conformance): the harness as the suite's own cases get it, its
+// values mapped (Harness.Values) and the store's retention set.
+func Open(t *testing.T, newStore NewStore, retention time.Duration) Harness {
+	t.Helper()
+	return newEnv(t, newStore, retention).h
+}

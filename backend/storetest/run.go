@@ -41,8 +41,6 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("ArgumentsCopied", func(t *testing.T) { testArgumentsCopied(t, newStore) })
 	t.Run("Ping", func(t *testing.T) { testPing(t, newStore) })
 	t.Run("Transactions", func(t *testing.T) {
-		t.Run("blocks", func(t *testing.T) { testBlocks(t, newStore) })
-		t.Run("isolation", func(t *testing.T) { testBlockIsolation(t, newStore) })
 		t.Run("isolation of Exec", func(t *testing.T) { testExecIsolation(t, newStore) })
 	})
 	t.Run("Races", func(t *testing.T) {

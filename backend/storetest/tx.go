@@ -1,222 +1,17 @@
 package storetest
 
 import (
-	"bufio"
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
-	"github.com/prepkey/prepkey/protocol"
 )
 
-// Transactions (MULTI/EXEC) are tested over real connections to a sidecar
-// server on the store, since queueing and EXEC's reply are the protocol
-// layer's, and isolation is the store's (commands.Execer).
-
-// blockRow is one transaction: requests from MULTI to EXEC with their
-// exact replies, and the records afterwards. When the store cannot isolate
-// the block (Harness.Isolates) EXEC must answer -EXECABORT and the
-// records must be as seeded.
-type blockRow struct {
-	name  string
-	seeds []seed // live, forever, in ns
-	block [][]string
-	// queued are the replies while queuing (default +QUEUED each).
-	queued []string
-	exec   string   // EXEC's reply when the store runs the block
-	keys   []string // the PK keys of the block, for Isolates
-	then   []check  // state after a block that ran
-}
-
-func blockRows() []blockRow {
-	return []blockRow{{
-		name: "mixed commands on one key",
-		block: [][]string{
-			{"PK.PREPARE", ns, "a", "v1"},
-			{"PK.GET", ns, "a"},
-			{"PK.PREPARE", ns, "a", "v2"},
-			{"PK.REPREPARE", ns, "a", "v3", "IFEQ", "v1"},
-			{"PK.GETVALUE", ns, "a"},
-			{"PK.ROLLBACK", ns, "a", "IFEQ", "v1"},
-			{"PK.ROLLBACK", ns, "a", "IFEQ", "v3"},
-			{"PK.GETVALUE", ns, "a"},
-			{"PK.PREPARE", ns, "a", "v4"},
-		},
-		exec: "*9\r\n:1\r\n$2\r\nv1\r\n:0\r\n:1\r\n*2\r\n$2\r\nv3\r\n:-1\r\n:0\r\n:1\r\n*-1\r\n:1\r\n",
-		keys: []string{"a"},
-		then: []check{holds("a", "v4", ttlForever)},
-	}, {
-		name:  "mixed commands on several keys, with connection commands",
-		seeds: []seed{live("old", "ov")},
-		block: [][]string{
-			{"PK.PREPARE", ns, "a", "va"},
-			{"PING"},
-			{"PK.REPREPARE", ns, "new", "nv", "FROM", "old", "IFEQ", "ov"},
-			{"ECHO", "hi"},
-			{"PK.GET", ns, "old"},
-			{"PK.ROLLBACK", ns, "b"},
-			{"PK.GET", ns, "new"},
-		},
-		exec: "*7\r\n:1\r\n+PONG\r\n:1\r\n$2\r\nhi\r\n$-1\r\n:0\r\n$2\r\nnv\r\n",
-		keys: []string{"a", "new", "old", "b"},
-		then: []check{holds("a", "va", ttlForever), holds("new", "nv", ttlForever), absent("old"), absent("b")},
-	}, {
-		name:  "a :0 inside a block does not undo the others",
-		seeds: []seed{live("a", "x")},
-		block: [][]string{
-			{"PK.PREPARE", ns, "b", "y"},
-			{"PK.PREPARE", ns, "a", "y"},
-			{"PK.PREPARE", ns, "c", "y"},
-		},
-		exec: "*3\r\n:1\r\n:0\r\n:1\r\n",
-		keys: []string{"a", "b", "c"},
-		then: []check{same("a"), holds("b", "y", ttlForever), holds("c", "y", ttlForever)},
-	}, {
-		name:  "-MISMATCH inside a block is its entry",
-		seeds: []seed{live("old", "ov")},
-		block: [][]string{
-			{"PK.REPREPARE", ns, "new", "nv", "FROM", "old", "IFEQ", "other"},
-			{"PK.GET", ns, "old"},
-		},
-		exec: "*2\r\n-MISMATCH old key has no record with that value\r\n$2\r\nov\r\n",
-		keys: []string{"new", "old"},
-		then: []check{same("old"), absent("new")},
-	}, {
-		name:  "a refused command aborts the block",
-		seeds: []seed{live("a", "x")},
-		block: [][]string{
-			{"PK.PREPARE", ns, "b", "y"},
-			{"PK.PREPARE", ns, "c", "y", "EX", "0"},
-			{"PK.ROLLBACK", ns, "a"},
-			{"PK.GET", ns},
-		},
-		queued: []string{"+QUEUED\r\n", "-ERR invalid expire time in 'pk.prepare' command\r\n", "+QUEUED\r\n",
-			"-ERR wrong number of arguments for 'pk.get' command\r\n"},
-		exec: "-EXECABORT Transaction discarded because of previous errors.\r\n",
-		then: []check{same("a"), absent("b"), absent("c")},
-	}, {
-		name: "an empty block",
-		exec: "*0\r\n",
-	}, {
-		name:  "connection commands only",
-		block: [][]string{{"PING"}, {"ECHO", "x"}},
-		exec:  "*2\r\n+PONG\r\n$1\r\nx\r\n",
-	}}
-}
-
-// serveStore starts a sidecar server on the store under test and returns
-// its address.
-func serveStore(t *testing.T, e *env) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	h := commands.New(e.h.Store, commands.DefaultLimits, e.h.Now)
-	srv := protocol.New(protocol.Config{}, h, e.h.Store)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
-		require.ErrorIs(t, <-done, protocol.ErrServerClosed)
-	})
-	return ln.Addr().String()
-}
-
-// respClient speaks RESP2 to a sidecar and returns replies as raw bytes.
-type respClient struct {
-	nc net.Conn
-	r  *bufio.Reader
-}
-
-func dialResp(t *testing.T, addr string) *respClient {
-	t.Helper()
-	nc, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = nc.Close() })
-	return &respClient{nc: nc, r: bufio.NewReader(nc)}
-}
-
-func respRequest(args ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	return b.String()
-}
-
-// send writes requests, pipelined, and reads one reply for each.
-func (c *respClient) send(reqs ...[]string) ([]string, error) {
-	var b strings.Builder
-	for _, r := range reqs {
-		b.WriteString(respRequest(r...))
-	}
-	if err := c.nc.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		return nil, err
-	}
-	if _, err := c.nc.Write([]byte(b.String())); err != nil {
-		return nil, err
-	}
-	replies := make([]string, len(reqs))
-	for i := range reqs {
-		var err error
-		if replies[i], err = readRESP(c.r); err != nil {
-			return nil, err
-		}
-	}
-	return replies, nil
-}
-
-// readRESP reads one RESP2 reply, whole, as it came.
-func readRESP(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	if len(line) < 3 || !strings.HasSuffix(line, "\r\n") {
-		return "", fmt.Errorf("bad reply line %q", line)
-	}
-	switch line[0] {
-	case '+', '-', ':':
-		return line, nil
-	case '$', '*':
-		n, err := strconv.Atoi(line[1 : len(line)-2])
-		if err != nil {
-			return "", fmt.Errorf("bad reply line %q", line)
-		}
-		if n < 0 {
-			return line, nil
-		}
-		if line[0] == '$' {
-			buf := make([]byte, n+2)
-			if _, err := io.ReadFull(r, buf); err != nil {
-				return "", err
-			}
-			return line + string(buf), nil
-		}
-		out := line
-		for range n {
-			item, err := readRESP(r)
-			if err != nil {
-				return "", err
-			}
-			out += item
-		}
-		return out, nil
-	}
-	return "", fmt.Errorf("bad reply line %q", line)
-}
+// Transactions are tested here on the store's Exec (its isolation); MULTI
+// and EXEC over connections, whose queueing and replies are the server's,
+// are tested on every backend in e2e/conformance.
 
 // isolates reports whether the harness's store runs a block on keys (in
 // ns) as one isolated unit.
@@ -231,67 +26,6 @@ func (e *env) isolates(keys []string) bool {
 	return e.h.Isolates(ns, bs)
 }
 
-// testBlocks runs each block row, pipelined from MULTI to EXEC, on a fresh
-// store.
-func testBlocks(t *testing.T, newStore NewStore) {
-	for _, r := range blockRows() {
-		t.Run(r.name, func(t *testing.T) {
-			e := newEnv(t, newStore, tableRetention)
-			seeds := map[string]backend.Record{}
-			for _, s := range r.seeds {
-				require.True(t, e.prepare(ns, s.key, s.value, forever))
-				seeds[s.key], _ = e.get(ns, s.key)
-			}
-			c := dialResp(t, serveStore(t, e))
-			reqs := append([][]string{{"MULTI"}}, r.block...)
-			reqs = append(reqs, []string{"EXEC"})
-			got, err := c.send(reqs...)
-			require.NoError(t, err)
-			want := []string{"+OK\r\n"}
-			for i := range r.block {
-				if r.queued != nil {
-					want = append(want, r.queued[i])
-				} else {
-					want = append(want, "+QUEUED\r\n")
-				}
-			}
-			runs := e.isolates(r.keys) || strings.HasPrefix(r.exec, "-EXECABORT")
-			if runs {
-				require.Equal(t, append(want, r.exec), got)
-			} else {
-				require.Equal(t, want, got[:len(got)-1])
-				require.True(t, strings.HasPrefix(got[len(got)-1], "-EXECABORT Transaction discarded: "), "EXEC = %q", got[len(got)-1])
-				for _, k := range r.keys {
-					if rec, ok := seeds[k]; ok {
-						got, found := e.get(ns, k)
-						require.True(t, found, "key %q", k)
-						require.Equal(t, rec, got, "key %q unchanged", k)
-					} else {
-						e.requireAbsent(ns, k)
-					}
-				}
-				return
-			}
-			for _, ch := range r.then {
-				switch ch.kind {
-				case checkAbsent:
-					e.requireAbsent(ns, ch.key)
-				case checkSame:
-					got, found := e.get(ns, ch.key)
-					require.True(t, found, "key %q", ch.key)
-					require.Equal(t, seeds[ch.key], got, "key %q unchanged", ch.key)
-				case checkHolds:
-					e.requireRecord(ns, ch.key, ch.value, ttlWant{}, true)
-				}
-			}
-			// The connection serves on after EXEC.
-			got, err = c.send([]string{"PING"})
-			require.NoError(t, err)
-			require.Equal(t, []string{"+PONG\r\n"}, got)
-		})
-	}
-}
-
 // blockKeys are the two keys of the isolation races.
 func (e *env) blockKeys() (string, string) {
 	if e.h.BlockKeys[0] == "" {
@@ -300,59 +34,16 @@ func (e *env) blockKeys() (string, string) {
 	return e.h.BlockKeys[0], e.h.BlockKeys[1]
 }
 
-// testBlockIsolation races, over real connections, a block PK.PREPARE a +
-// PK.PREPARE b against a block PK.PREPARE b + PK.PREPARE a: isolated, one
-// block takes both keys and the other none, never one key each (which two
-// blocks interleaving op by op gives, each winning its first key).
-func testBlockIsolation(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore, tableRetention)
-	a, b := e.blockKeys()
-	if !e.isolates([]string{a, b}) {
-		t.Skip("the store does not isolate a block on these keys")
-	}
-	addr := serveStore(t, e)
-	const pairs, rounds = 4, 100
-	var clients [2 * pairs]*respClient
-	for i := range clients {
-		clients[i] = dialResp(t, addr)
-	}
-	block := func(i int) [][]string {
-		v := racerValue(i)
-		first, second := a, b
-		if i%2 == 1 {
-			first, second = b, a
-		}
-		return [][]string{{"MULTI"}, {"PK.PREPARE", ns, first, v}, {"PK.PREPARE", ns, second, v}, {"EXEC"}}
-	}
-	for round := range rounds {
-		winners := race(t, len(clients), func(i int) (bool, error) {
-			got, err := clients[i].send(block(i)...)
-			if err != nil {
-				return false, err
-			}
-			switch got[3] {
-			case "*2\r\n:1\r\n:1\r\n":
-				return true, nil
-			case "*2\r\n:0\r\n:0\r\n":
-				return false, nil
-			}
-			return false, errors.New("block " + racerValue(i) + " got one key of two: " + strconv.Quote(got[3]))
-		})
-		require.Len(t, winners, 1, "round %d: blocks that took both keys", round)
-		v := racerValue(winners[0])
-		e.requireRecord(ns, a, v, ttlWant{}, true)
-		e.requireRecord(ns, b, v, ttlWant{}, true)
-		require.True(t, e.rollback(ns, a, always))
-		require.True(t, e.rollback(ns, b, always))
-	}
-}
-
-// testExecIsolation is testBlockIsolation on the store's Exec itself, with
-// many more racers released together than connections can be: it catches
-// the narrow windows of a store in memory.
+// testExecIsolation races, on the store's Exec, a block PREPARE a +
+// PREPARE b against a block PREPARE b + PREPARE a: isolated, one block
+// takes both keys and the other none, never one key each (which two blocks
+// interleaving op by op gives, each winning its first key). It releases
+// many more racers together than connections could (e2e/conformance races
+// the same blocks through MULTI/EXEC): it catches the narrow windows of a
+// store in memory.
 func testExecIsolation(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore, tableRetention)
-	ex, ok := e.h.Store.(commands.Execer)
+	ex, ok := e.h.Store.(execer)
 	a, b := e.blockKeys()
 	if !ok || !e.isolates([]string{a, b}) {
 		t.Skip("the store does not isolate a block on these keys")

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 )
 
 // ValueMap is a one-to-one map between the suite's values (any bytes) and
@@ -51,9 +50,9 @@ func jsonOut(v []byte) ([]byte, error) {
 }
 
 // wrapValues returns s with its values mapped by m.
-func wrapValues(s commands.Store, m *ValueMap) commands.Store {
+func wrapValues(s Store, m *ValueMap) Store {
 	vs := &valueStore{Store: s, m: m}
-	if ex, ok := s.(commands.Execer); ok {
+	if ex, ok := s.(execer); ok {
 		return &valueExecStore{valueStore: vs, ex: ex}
 	}
 	return vs
@@ -64,13 +63,13 @@ func wrapValues(s commands.Store, m *ValueMap) commands.Store {
 // so that a store keeping an argument without copying it still fails
 // ArgumentsCopied.
 type valueStore struct {
-	commands.Store
+	Store
 	m *ValueMap
 }
 
 type valueExecStore struct {
 	*valueStore
-	ex commands.Execer
+	ex execer
 }
 
 func (s *valueStore) in(v []byte) []byte { return s.m.In(v) }

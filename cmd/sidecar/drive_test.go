@@ -41,7 +41,7 @@ func TestOpenBackendDrive(t *testing.T) {
 			}
 			cfg, err := parseConfig([]string{"--backend", c.url}, func(string) string { return "" }, io.Discard)
 			require.NoError(t, err)
-			st, _, wire, err := openBackend(ctx(), cfg, slog.New(slog.DiscardHandler))
+			st, _, wire, err := openBackend(t.Context(), cfg, slog.New(slog.DiscardHandler))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st.Close() })
 			require.Equal(t, c.want, st.Drive())

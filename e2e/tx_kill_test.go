@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -16,6 +16,9 @@ import (
 // same directory every acknowledged block has both keys, and every block
 // that was in flight has both or neither: a block is one write batch.
 func TestKill9Transactions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills sidecars under load, round after round")
+	}
 	dir := t.TempDir()
 	s := start(t, "--backend", "file:"+dir)
 	const clients = 8

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	sidecarBin = filepath.Join(dir, "sidecar")
-	build := exec.Command("go", "build", "-o", sidecarBin, ".")
+	build := exec.Command("go", "build", "-o", sidecarBin, "../cmd/sidecar")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the sidecar:", err)
@@ -192,15 +192,21 @@ type backendCase struct {
 	args func(t testing.TB) []string
 }
 
-// backends are the backends to test: memory and file always; Redis and
-// MongoDB when the scripts that start them set their variables (CI always
-// does; see scripts/test.sh).
+// backends are the backends to test: memory and file always (memory only
+// with -short); Redis and MongoDB when the scripts that start them set
+// their variables (CI always does; see scripts/test.sh).
 func backends(t testing.TB) []backendCase {
 	list := []backendCase{
 		{"memory", func(testing.TB) []string { return []string{"--backend", "memory:"} }},
 	}
 	if wasm != nil {
 		return list // the only backend in the WebAssembly build
+	}
+	if testing.Short() {
+		// The fast tier runs the binary's cases on memory: only; the
+		// backends have their own packages' tests, and make test runs
+		// these on every one.
+		return list
 	}
 	list = append(list, backendCase{"file", func(t testing.TB) []string { return []string{"--backend", "file:" + t.TempDir()} }})
 	for _, v := range []struct{ name, env, flag string }{

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ type sentinelSet struct {
 func startSentinelSet(t *testing.T) *sentinelSet {
 	t.Helper()
 	requireRedisServer(t)
-	script, err := filepath.Abs("../../scripts/redis-servers.sh")
+	script, err := filepath.Abs("../scripts/redis-servers.sh")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
@@ -71,7 +71,7 @@ func (s *sentinelSet) killMaster(t *testing.T) {
 // the sentinels make it a replica of the new master.
 func (s *sentinelSet) startMasterAgain(t *testing.T) {
 	t.Helper()
-	script, err := filepath.Abs("../../scripts/redis-servers.sh")
+	script, err := filepath.Abs("../scripts/redis-servers.sh")
 	require.NoError(t, err)
 	out, err := exec.Command(script, "start-again", s.dir, "sentinel-master").CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -182,6 +182,9 @@ func failover(t *testing.T, query string) (lost, acked int) {
 // failover and the old master's return as a replica: the new master has
 // no replica to wait for.)
 func TestFailoverWait1KeepsAcknowledged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis master, replica and sentinels and fails over under load")
+	}
 	t.Parallel()
 	lost, acked := failover(t, "?wait=1&wait-timeout=500ms")
 	require.Zero(t, lost, "of %d acknowledged reservations", acked)
@@ -191,6 +194,9 @@ func TestFailoverWait1KeepsAcknowledged(t *testing.T) {
 // reservations lost is reported (docs/redis.md), not asserted; it depends
 // on how far the replica lagged when the master died.
 func TestFailoverNoWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis master, replica and sentinels and fails over under load")
+	}
 	t.Parallel()
 	lost, acked := failover(t, "")
 	t.Logf("without wait: %d of %d acknowledged reservations lost in the failover", lost, acked)
@@ -200,6 +206,9 @@ func TestFailoverNoWait(t *testing.T) {
 // sends a batch's scripts and one WAIT after them; without a replica the
 // writes answer -UNAVAILABLE replication …, the read its value.
 func TestWaitOnLoopConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis master and replica of its own")
+	}
 	t.Parallel()
 	port := freePort(t)
 	redisServer(t, "--port", fmt.Sprint(port))

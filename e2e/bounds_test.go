@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -151,6 +151,9 @@ const mib = 1 << 20
 // holding an incomplete request of 16 × 64 KiB) grew the sidecar by
 // hundreds of MiB.
 func TestPreAuthMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens thousands of connections and reads the process's RSS")
+	}
 	s := start(t, "--backend", "memory:", "--requirepass", "pw")
 	pid := s.cmd.Process.Pid
 	before := procStatus(t, pid, "VmRSS")
@@ -220,6 +223,9 @@ func TestPreAuthMemory(t *testing.T) {
 // TestIdleTimeout: --timeout closes a connection idle that long; one that
 // sends keeps its connection.
 func TestIdleTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for idle timeouts to fire")
+	}
 	s := start(t, "--backend", "memory:", "--timeout", "2")
 	idle := s.raw(t)
 	idleFrom := time.Now() // before the sidecar reads its last input

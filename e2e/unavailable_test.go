@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -21,6 +21,9 @@ import (
 // starts, says it is not ready, and answers every command -UNAVAILABLE
 // within --backend-timeout — never :0 or nil.
 func TestBackendDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a backend under load and waits for its recovery")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	dead := ln.Addr().String()
@@ -71,6 +74,9 @@ func TestBackendDown(t *testing.T) {
 // still answered: the event loop does not wait on Redis. Once Redis
 // resumes, commands succeed again without a restart.
 func TestHungRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a Redis of its own (SIGSTOP) under load")
+	}
 	port := freePort(t)
 	srv := redisServer(t, "--port", fmt.Sprint(port))
 	url := fmt.Sprintf("redis://127.0.0.1:%d", port)
@@ -165,6 +171,9 @@ func TestHungRedis(t *testing.T) {
 // nothing (the scripts are loaded again), the restart only -UNAVAILABLE
 // while Redis is away, and the same sidecar serves again after it.
 func TestRedisRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("flushes, kills and restarts a Redis of its own under load")
+	}
 	port := freePort(t)
 	srv := redisServer(t, "--port", fmt.Sprint(port))
 	s := start(t, "--backend", fmt.Sprintf("redis://127.0.0.1:%d", port), "--backend-timeout", "500ms")

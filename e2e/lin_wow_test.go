@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -28,6 +28,9 @@ import (
 // (HGETALL) is PK.GETVALUE. Wow's reprepare without oldValue also creates
 // a missing record, which no PK command does: it is left out.
 func TestLinearizableWow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records and checks concurrent histories (make test runs them)")
+	}
 	for _, top := range wowTopologies(t) {
 		if top.name == "sentinel" {
 			continue // one master, as standalone: the scripts are the same

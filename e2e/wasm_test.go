@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"net"
@@ -55,13 +55,13 @@ func TestWasm(t *testing.T) {
 	cache, err := os.UserCacheDir()
 	require.NoError(t, err)
 	w := &wasmRun{host: filepath.Join(dir, "wasmhost"), module: filepath.Join(dir, "prepkey.wasm"), cache: filepath.Join(cache, "prepkey-wasmhost")}
-	build := exec.Command("go", "build", "-o", w.module, ".")
+	build := exec.Command("go", "build", "-o", w.module, "../cmd/sidecar")
 	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "make wasm: %s", out)
 	// The host is a module of its own, so that wazero is no dependency of
 	// the sidecar's.
-	out, err = exec.Command("go", "build", "-C", "../../tools/wasmhost", "-o", w.host, ".").CombinedOutput()
+	out, err = exec.Command("go", "build", "-C", "../tools/wasmhost", "-o", w.host, ".").CombinedOutput()
 	require.NoError(t, err, "building tools/wasmhost: %s", out)
 
 	// Compiling the module to machine code takes seconds (more on a busy

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"bytes"
@@ -74,6 +74,9 @@ func (s *sidecar) stop(t *testing.T) {
 // sidecar says so in one line and exits 2 within seconds; every
 // acknowledged reservation is there after a restart.
 func TestDiskFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a tmpfs")
+	}
 	mnt := smallDisk(t, "2m")
 	data := filepath.Join(mnt, "data")
 	s := start(t, "--backend", "file:"+data, "--min-free-disk", "256KiB")
@@ -158,6 +161,9 @@ func TestDiskFull(t *testing.T) {
 // meanwhile, writes resume once space is freed, SIGTERM is obeyed, and
 // every acknowledged reservation is there after a restart.
 func TestDiskFullWithoutReserve(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a tmpfs")
+	}
 	mnt := smallDisk(t, "2m")
 	data := filepath.Join(mnt, "data")
 	s := start(t, "--backend", "file:"+data, "--min-free-disk", "0", "--backend-timeout", "500ms")

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -21,6 +21,9 @@ import (
 // :0 for a fresh key) and are served again by the promoted replica, with
 // no restart of the sidecar.
 func TestSentinelFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis servers and sentinels and fails over under load")
+	}
 	mport, rport, sport := freePort(t), freePort(t), freePort(t)
 	master := redisServer(t, "--port", fmt.Sprint(mport))
 	redisServer(t, "--port", fmt.Sprint(rport), "--replicaof", "127.0.0.1", fmt.Sprint(mport))

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -42,6 +42,9 @@ func httpGet(t *testing.T, url string) (int, string) {
 // and 200 once it is back; /healthz stays 200; the log has one line when
 // the backend is lost and one when it is regained.
 func TestReadyzFollowsRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops and starts a Redis of its own")
+	}
 	port := freePort(t)
 	srv := redisServer(t, "--port", fmt.Sprint(port))
 	const timeout = 500 * time.Millisecond

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -21,6 +21,9 @@ import (
 // the sidecar with SIGKILL, restarts it on the same directory and finds
 // every one with its value and ttlAt.
 func TestKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills sidecars under load, round after round")
+	}
 	dir := t.TempDir()
 	s := start(t, "--backend", "file:"+dir)
 	const clients, each = 16, 125
@@ -175,6 +178,10 @@ func TestUnixSocket(t *testing.T) {
 // that reached the listen there failed with "address already in use"
 // instead of its own line. The test holds the default port itself while
 // it runs (when it is free), so a case that reaches it fails here too.
+// defaultListen is the sidecar's native --listen default
+// (cmd/sidecar/backends_native.go).
+const defaultListen = "127.0.0.1:6380"
+
 func TestBadStart(t *testing.T) {
 	if l, err := net.Listen("tcp", defaultListen); err == nil {
 		defer l.Close()

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -54,6 +54,9 @@ func linBlockShape(seed uint64) linConfig {
 // backends that run a block as one isolated unit (memory, file, standalone
 // Redis).
 func TestLinearizableBlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records and checks concurrent histories (make test runs them)")
+	}
 	t.Parallel()
 	seed := linSeed(t)
 	backends := map[string]func(t *testing.T) []string{
@@ -77,6 +80,9 @@ func TestLinearizableBlocks(t *testing.T) {
 
 // TestLinearizableMemory: memory:, with connections cut by clients.
 func TestLinearizableMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records and checks concurrent histories (make test runs them)")
+	}
 	t.Parallel()
 	seed := linSeed(t)
 	for r := range linRounds(2, 10) {
@@ -90,6 +96,9 @@ func TestLinearizableMemory(t *testing.T) {
 // cuts have unknown outcomes, and every acknowledged one must be there
 // after the restart.
 func TestLinearizableFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records and checks concurrent histories, with kills (make test runs them)")
+	}
 	t.Parallel()
 	seed := linSeed(t)
 	for r := range linRounds(2, 6) {
@@ -115,6 +124,9 @@ func TestLinearizableFile(t *testing.T) {
 // timeout (SIGSTOP, then SIGCONT), and is killed with SIGKILL and started
 // again on its data.
 func TestLinearizableRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records and checks concurrent histories, with faults (make test runs them)")
+	}
 	requireRedisServer(t)
 	t.Parallel()
 	seed := linSeed(t)
@@ -161,6 +173,9 @@ func TestLinearizableRedis(t *testing.T) {
 // slots is composed of two scripts (see backend/redis/move.go), so it is
 // checked as its steps (splitMoves); every other command is one script.
 func TestLinearizableRedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records and checks concurrent histories (make test runs them)")
+	}
 	url := sharedURL(t, "PREPKEY_REDIS_CLUSTER_URL")
 	t.Parallel()
 	seed := linSeed(t)
@@ -186,6 +201,9 @@ func TestLinearizableRedisCluster(t *testing.T) {
 // changes of one existing record, is judged against a real MongoDB
 // (MONGO_URI), which gets the full mix.
 func TestLinearizableMongo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records and checks concurrent histories (make test runs them)")
+	}
 	url := sharedURL(t, "PK_TEST_MONGO_URI")
 	if u := os.Getenv("MONGO_URI"); u != "" {
 		url = u
@@ -226,6 +244,9 @@ func isFerretDB(t *testing.T, url string) bool {
 // any record and answers :1), served by the real protocol server, gives
 // histories the checker refuses.
 func TestLinearizabilityCatchesBrokenPrepare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records and checks histories of a broken store (make test runs it)")
+	}
 	t.Parallel()
 	seed := linSeed(t)
 	st := brokenPrepare{memory.New(backend.Options{})}

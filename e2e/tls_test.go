@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"crypto/ecdsa"
@@ -27,6 +27,9 @@ import (
 // the server against the CA Go's TLS trusts (SSL_CERT_FILE here), and
 // refuses a server it cannot verify.
 func TestRedisTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a TLS-only Redis with a test CA")
+	}
 	dir := t.TempDir()
 	caFile, certFile, keyFile, pool := writeTestPKI(t, dir)
 	port := freePort(t)

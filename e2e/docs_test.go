@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 // typed at its prompt, and what redis-cli printed.
 func readmeSession(t *testing.T) (cmds []string, want []string) {
 	t.Helper()
-	f, err := os.Open("../../README.md")
+	f, err := os.Open("../README.md")
 	require.NoError(t, err)
 	defer f.Close()
 	const prompt = "127.0.0.1:6380> "
@@ -63,9 +63,9 @@ var unquotedJSON = regexp.MustCompile(`(^|\s)\{"`)
 // examples (a redis-cli prompt, "> ", or "$ redis-cli") quotes its JSON
 // arguments, so that each works pasted into redis-cli.
 func TestDocsQuoteJSON(t *testing.T) {
-	files, err := filepath.Glob("../../docs/*.md")
+	files, err := filepath.Glob("../docs/*.md")
 	require.NoError(t, err)
-	files = append(files, "../../README.md")
+	files = append(files, "../README.md")
 	command := regexp.MustCompile(`^(\S+:\d+> |> |\$ redis-cli )`)
 	checked := 0
 	for _, name := range files {

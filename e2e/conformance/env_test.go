@@ -1,0 +1,215 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/backend/storetest"
+)
+
+// The helpers of the server-level cases, after backend/storetest's (whose
+// own are unexported, and which links no server): one fresh store of a
+// backend's harness, with calls that fail the test on any store error.
+
+// retention is the stores' retention: long enough that on real time an
+// expired seed is still retained while a case runs (storetest's
+// tableRetention).
+const retention = 1500 * time.Millisecond
+
+// env is one fresh store under test.
+type env struct {
+	t   *testing.T
+	h   storetest.Harness
+	ctx context.Context
+	// ns is the namespace of every case, and prefix the head of every
+	// namespace the case uses: a head of the env's own, so that on a
+	// server shared with other tests (layout=wow, whose Redis keys have no
+	// prefix a test could own) no two envs see each other's records.
+	ns, prefix string
+	// ttl is the TTL of a seeded record that a case then lets expire, and
+	// expire how far the clock moves to expire it: at the boundary on a
+	// movable clock, with margins on real time (storetest's clock plan).
+	ttl, expire time.Duration
+	// wantAt is the ttlAt the last expiry built by at gives.
+	wantAt int64
+}
+
+func newEnv(t *testing.T, newStore storetest.NewStore) *env {
+	t.Helper()
+	h := storetest.Open(t, newStore, retention)
+	prefix := fmt.Sprintf("t%x_", time.Now().UnixNano())
+	e := &env{t: t, h: h, ctx: t.Context(), ns: prefix + "ns", prefix: prefix,
+		ttl: 100 * time.Millisecond, expire: 300 * time.Millisecond}
+	if e.movable() {
+		e.ttl, e.expire = 10*time.Second, 10*time.Second
+	}
+	return e
+}
+
+// name is namespace n of this env (its head, then n).
+func (e *env) name(n string) string { return e.prefix + n }
+
+// movable reports whether the store's clock can be moved by the case.
+func (e *env) movable() bool { return e.h.Advance != nil }
+
+// nowMs reads the store's clock.
+func (e *env) nowMs() int64 {
+	if e.h.Now == nil {
+		return time.Now().UnixMilli()
+	}
+	return e.h.Now().UnixMilli()
+}
+
+// advance moves the store's clock by d, or sleeps d on a real clock.
+func (e *env) advance(d time.Duration) {
+	if e.h.Advance != nil {
+		e.h.Advance(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+// after is the TTL option EX/PX d.
+func (e *env) after(d time.Duration) backend.Expiry {
+	return backend.Expiry{Kind: backend.ExpireAfter, Millis: d.Milliseconds()}
+}
+
+// at is the TTL option EXAT/PXAT d from now on the store's clock; it sets
+// e.wantAt to the ttlAt it gives.
+func (e *env) at(d time.Duration) backend.Expiry {
+	e.wantAt = e.nowMs() + d.Milliseconds()
+	return backend.Expiry{Kind: backend.ExpireAt, Millis: e.wantAt}
+}
+
+var (
+	forever = backend.Expiry{}
+	always  = backend.Cond{}
+)
+
+func (e *env) prepare(ns, key, value string, exp backend.Expiry) bool {
+	e.t.Helper()
+	ok, err := e.h.Store.Prepare(e.ctx, ns, []byte(key), []byte(value), exp)
+	require.NoError(e.t, err, "Prepare(%q, %q)", ns, key)
+	return ok
+}
+
+func (e *env) get(ns, key string) (backend.Record, bool) {
+	e.t.Helper()
+	rec, ok, err := e.h.Store.Get(e.ctx, ns, []byte(key))
+	require.NoError(e.t, err, "Get(%q, %q)", ns, key)
+	return rec, ok
+}
+
+func (e *env) rollback(ns, key string, ifeq backend.Cond) bool {
+	e.t.Helper()
+	ok, err := e.h.Store.Rollback(e.ctx, ns, []byte(key), ifeq)
+	require.NoError(e.t, err, "Rollback(%q, %q)", ns, key)
+	return ok
+}
+
+// requireLive asserts that key holds value, live, forever.
+func (e *env) requireLive(ns, key, value string) {
+	e.t.Helper()
+	rec, ok := e.get(ns, key)
+	require.True(e.t, ok, "Get(%q, %q): no record, want %q", ns, key, value)
+	require.Equal(e.t, []byte(value), rec.Value, "Get(%q, %q) value", ns, key)
+	require.True(e.t, rec.Live, "Get(%q, %q) live", ns, key)
+	require.Equal(e.t, backend.Forever, rec.TTLAt, "Get(%q, %q) ttlAt", ns, key)
+}
+
+// requireAbsent asserts that key has no record.
+func (e *env) requireAbsent(ns, key string) {
+	e.t.Helper()
+	rec, ok := e.get(ns, key)
+	require.False(e.t, ok, "Get(%q, %q) = %q ttlAt %d, want no record", ns, key, rec.Value, rec.TTLAt)
+}
+
+// textKeys leaves out of keys those the store cannot take
+// (Harness.TextKeys), saying so in the test's log.
+func (e *env) textKeys(keys []string) []string {
+	if e.h.TextKeys == "" {
+		return keys
+	}
+	var kept []string
+	for _, k := range keys {
+		if utf8.ValidString(k) {
+			kept = append(kept, k)
+		} else {
+			e.t.Logf("key %q left out: %s", k, e.h.TextKeys)
+		}
+	}
+	return kept
+}
+
+// isolates reports whether the harness's store runs a block on keys (in
+// ns) as one isolated unit.
+func (e *env) isolates(keys []string) bool {
+	if e.h.Isolates == nil || len(keys) == 0 {
+		return true
+	}
+	bs := make([][]byte, len(keys))
+	for i, k := range keys {
+		bs[i] = []byte(k)
+	}
+	return e.h.Isolates(e.ns, bs)
+}
+
+// blockKeys are the two keys of the isolation races: "a" and "b" when
+// the store isolates a block on them, else two keys it does (on a Cluster,
+// two of one slot: one key in 16,384 shares key0's, so a million keys hold
+// one all but surely), else "a" and "b" again (the store isolates no
+// block, and the race is skipped).
+func (e *env) blockKeys() (string, string) {
+	if e.isolates([]string{"a", "b"}) {
+		return "a", "b"
+	}
+	for i := 1; i < 1<<20; i++ {
+		if k := fmt.Sprintf("key%d", i); e.isolates([]string{"key0", k}) {
+			return "key0", k
+		}
+	}
+	return "a", "b"
+}
+
+// race runs f(0..n-1) on n goroutines released together, and returns the
+// indexes for which f answered true. Any error fails the test: a store
+// error is never a lost race.
+func race(t *testing.T, n int, f func(i int) (bool, error)) []int {
+	t.Helper()
+	var (
+		ready, done sync.WaitGroup
+		start       = make(chan struct{})
+		won         = make([]bool, n)
+		errs        = make([]error, n)
+	)
+	ready.Add(n)
+	done.Add(n)
+	for i := range n {
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			won[i], errs[i] = f(i)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	var winners []int
+	for i := range n {
+		require.NoError(t, errs[i], "racer %d", i)
+		if won[i] {
+			winners = append(winners, i)
+		}
+	}
+	return winners
+}
+
+func racerValue(i int) string { return fmt.Sprintf("racer-%02d", i) }
