@@ -86,9 +86,10 @@ func (h *Handler) maxPatternBytes() int { return 4 * h.limits.MaxKeyBytes }
 
 // matchBudget bounds the word steps of matching one page's keys, so that
 // one PK.SCAN call's pattern work is bounded whatever the pattern, the
-// keyspace or the backend: about 2 ms of CPU on this project's test
-// machine (docs/benchmarks.md, N2); on memory: it is spent on the event
-// loop. A pattern whose worst case over keys of max-key-bytes would pass
+// keyspace or the backend: at most 3.7 ms on this project's test machine,
+// loaded (TestGlobBudget, docs/benchmarks.md N2); on memory: it is spent on
+// the event loop. Half of it would halve COUNT for any pattern with a
+// segment across a 64-unit boundary of the state. A pattern whose worst case over keys of max-key-bytes would pass
 // it reads fewer records per page than COUNT asks (matchCount): COUNT is a
 // hint, and a page may hold fewer, as Redis's SCAN's may. With 1 KiB keys,
 // a pattern whose runs between two '*' are short (a class, however long,
