@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,6 +178,12 @@ func testScanMatch(t *testing.T, newStore storetest.NewStore) {
 		{"k:?", []string{"k:1", "k:2"}},
 		{"k:[0-9]*", []string{"k:1", "k:2", "k:10"}},
 		{"nothing*", nil},
+		// Issue 23's abusive shapes: a class of 4000 bytes, many '*', a
+		// run long enough that a page reads fewer records than COUNT.
+		{"*[" + strings.Repeat("0", 4000) + "12]", []string{"k:1", "k:2", "k:10"}},
+		{strings.Repeat("*[ak]", 300) + "*", nil},
+		{"*:" + strings.Repeat("*", 3000) + "[0-9]", []string{"k:1", "k:2", "k:10"}},
+		{"*" + strings.Repeat("[a-z:]", 200) + "*", nil},
 	} {
 		if len(e.textKeys([]string{tc.pattern})) == 0 {
 			continue
