@@ -43,8 +43,10 @@ const (
 // disk), pebble would end the process (a failed WAL write wedges its commit
 // pipeline) or retry its flush in a loop. So the file system pebble writes
 // through waits instead (vfs.OnDiskFull), until space is freed, and the
-// write is then retried: commits wait, their commands get -UNAVAILABLE at
-// the backend timeout, and nothing is lost or half written.
+// write is then retried: the commits under way wait, their commands get
+// -UNAVAILABLE at the backend timeout, and nothing is lost or half
+// written. Meanwhile later writes are refused with ErrDiskFull at once, and
+// reads go on around the waiting commits (waiting.go).
 type space struct {
 	fs      vfs.FS // the file system under pebble's wrappers
 	dir     string
@@ -56,7 +58,7 @@ type space struct {
 	// waiting is set while a write that met ENOSPC waits for space
 	// (onDiskFull): every commit then waits behind it in pebble, so the
 	// store refuses writes before they reach pebble and reads go around
-	// the stripes those commits hold (Store.waitingForSpace).
+	// the stripes those commits hold (waiting.go).
 	waiting atomic.Bool
 	mu      sync.Mutex // one read of the file system at a time
 
