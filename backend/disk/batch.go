@@ -144,6 +144,19 @@ func (s *Store) recordKeys(ops []backend.Op) (keys [][2][]byte, idx []int) {
 // block is then not written at all and Exec returns the error.
 func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error {
 	keys, idx := s.recordKeys(ops)
+	if s.space.waiting.Load() {
+		// Read only, from one snapshot: a block that writes is refused
+		// whole, with its first error.
+		if err := s.batchWhileWaiting(ctx, ops, res, keys); err != nil {
+			return err
+		}
+		for i := range ops {
+			if res[i].Err != nil {
+				return res[i].Err
+			}
+		}
+		return nil
+	}
 	held, unlock, err := s.lockAll(ctx, idx)
 	defer unlock()
 	if err != nil {

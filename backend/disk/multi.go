@@ -17,6 +17,10 @@ import (
 // every record is read, and either nothing is written or one batch holds
 // them all, committed with one fsync.
 func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpMPrepare, Entries: entries, Exp: exp})
+		return r.OK, r.Err
+	}
 	rks := make([][]byte, len(entries))
 	idx := make([]int, len(entries))
 	for i, e := range entries {

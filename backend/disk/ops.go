@@ -207,6 +207,10 @@ func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
 // Prepare reserves key for value when no live record holds it.
 func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpPrepare, NS: ns, Key: key, Value: value, Exp: exp})
+		return r.OK, r.Err
+	}
 	rk := recordKey(ns, key)
 	unlock, err := s.lock(ctx, rk)
 	defer unlock()
@@ -247,7 +251,8 @@ func (s *Store) prepare(t *txn, rk, value []byte, exp backend.Expiry) (bool, err
 func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
 	rk := recordKey(ns, key)
 	if s.space.waiting.Load() {
-		return s.getWhileWaiting(ctx, rk)
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpGet, NS: ns, Key: key})
+		return r.Record, r.Found, r.Err
 	}
 	unlock, err := s.lock(ctx, rk)
 	defer unlock()
@@ -269,6 +274,10 @@ func (s *Store) get(t *txn, rk []byte) (backend.Record, bool, error) {
 
 // Rollback deletes the record of key, live or expired, if ifeq holds.
 func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpRollback, NS: ns, Key: key, Cond: ifeq})
+		return r.OK, r.Err
+	}
 	rk := recordKey(ns, key)
 	unlock, err := s.lock(ctx, rk)
 	defer unlock()
@@ -304,6 +313,10 @@ func (s *Store) rollback(t *txn, rk []byte, ifeq backend.Cond) (bool, error) {
 
 // Reprepare replaces the value of the live record of key if ifeq holds.
 func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpReprepare, NS: ns, Key: key, Value: value, Cond: ifeq, Exp: exp})
+		return r.OK, r.Err
+	}
 	rk := recordKey(ns, key)
 	unlock, err := s.lock(ctx, rk)
 	defer unlock()
@@ -343,6 +356,11 @@ func (s *Store) reprepare(t *txn, rk, value []byte, ifeq backend.Cond, exp backe
 // A live newKey wins over a mismatched oldKey (:0 before -MISMATCH), as
 // PREPARE newKey would fail before ROLLBACK oldKey is tried.
 func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpMove, NS: ns, Key: newKey, Value: newValue,
+			OldKey: oldKey, OldValue: oldValue, Exp: exp})
+		return r.Move, r.Err
+	}
 	nk, ok := recordKey(ns, newKey), recordKey(ns, oldKey)
 	unlock, err := s.lock2(ctx, nk, ok)
 	defer unlock()

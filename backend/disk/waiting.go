@@ -20,8 +20,9 @@ import (
 //     (space.room, space.roomToDelete): ErrDiskFull, at once. A deletion
 //     would need room in the WAL too, and an acknowledged write must have
 //     reached it (pebble.Sync), so none can be taken until space is back;
-//   - a batch (and Get) reads from a pebble snapshot without taking any
-//     stripe and commits nothing (batchWhileWaiting). A stripe is held to
+//   - a batch, a command alone and an EXEC block read from a pebble
+//     snapshot without taking any stripe and commit nothing
+//     (batchWhileWaiting). A stripe is held to
 //     keep a reader from seeing a write before its fsync (pebble shows a
 //     batch first); here pending stands in for it: every commit counts
 //     itself on its stripes from before it is applied until it is synced,
@@ -58,17 +59,17 @@ func (s *Store) durableView(ctx context.Context) (snap *pebble.Snapshot, done fu
 	return snap, func() { _ = snap.Close(); s.iters.RUnlock() }, nil
 }
 
-// getWhileWaiting is Get while a write waits for space.
-func (s *Store) getWhileWaiting(ctx context.Context, rk []byte) (backend.Record, bool, error) {
-	snap, done, err := s.durableView(ctx)
-	if err != nil {
-		return backend.Record{}, false, err
+// whileWaiting runs op alone (Get, Prepare, ...) as batchWhileWaiting
+// does: a client that retries the write that waits for space is refused at
+// once rather than waiting on its stripe.
+func (s *Store) whileWaiting(ctx context.Context, op backend.Op) backend.Result {
+	ops := []backend.Op{op}
+	keys, _ := s.recordKeys(ops)
+	res := make([]backend.Result, 1)
+	if err := s.batchWhileWaiting(ctx, ops, res, keys); err != nil {
+		return backend.Result{Err: err}
 	}
-	defer done()
-	if s.pending[s.stripe(rk)].Load() > 0 {
-		return backend.Record{}, false, s.waitsForSpace()
-	}
-	return s.get(&txn{db: s.db, r: snap}, rk)
+	return res[0]
 }
 
 // batchWhileWaiting is batch while a write waits for space: each op reads
@@ -101,9 +102,11 @@ func (s *Store) batchWhileWaiting(ctx context.Context, ops []backend.Op, res []b
 // anyPending reports whether a commit is pending on a stripe of op's
 // records (keys are its record keys; an MPrepare's are its entries').
 func (s *Store) anyPending(op *backend.Op, keys [2][]byte) bool {
-	for _, k := range keys {
-		if k != nil && s.pending[s.stripe(k)].Load() > 0 {
-			return true
+	if op.Kind != backend.OpMPrepare { // an MPrepare has no key of its own
+		for _, k := range keys {
+			if k != nil && s.pending[s.stripe(k)].Load() > 0 {
+				return true
+			}
 		}
 	}
 	for _, e := range op.Entries {

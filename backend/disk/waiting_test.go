@@ -102,6 +102,25 @@ func TestENOSPCReadsGoOn(t *testing.T) {
 	require.NoError(t, res[6].Err)
 	require.False(t, res[6].Found)
 
+	// Alone: a retry of the waiting write, a deletion, a write, a read.
+	_, err = s.Prepare(ctx, "ns", k, []byte("vk"), forever())
+	require.ErrorIs(t, err, ErrDiskFull)
+	require.Contains(t, err.Error(), "may change this record")
+	_, err = s.Rollback(ctx, "ns", a, backend.Cond{})
+	require.ErrorIs(t, err, ErrDiskFull)
+	_, err = s.MPrepare(ctx, []backend.Entry{{NS: "ns", Key: x, Value: []byte("vx")}}, forever())
+	require.ErrorIs(t, err, ErrDiskFull)
+	ok, err = s.Reprepare(ctx, "ns", x, []byte("vx"), backend.Cond{}, forever())
+	require.NoError(t, err)
+	require.False(t, ok) // no record: writes nothing
+	// EXEC: a read-only block is answered, one that writes is refused whole.
+	block := []backend.Op{{Kind: backend.OpGet, NS: "ns", Key: a}, {Kind: backend.OpGet, NS: "ns", Key: b}}
+	res = make([]backend.Result, 2)
+	require.NoError(t, s.Exec(ctx, block, res))
+	require.Equal(t, "v"+string(b), string(res[1].Record.Value))
+	block = append(block, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: x, Value: []byte("vx")})
+	require.ErrorIs(t, s.Exec(ctx, block, make([]backend.Result, 3)), ErrDiskFull)
+
 	page, err := s.Scan(ctx, "other", nil, 10)
 	require.NoError(t, err)
 	require.Len(t, page.Records, 1)

@@ -119,6 +119,17 @@ func TestDiskFullReadsGoOn(t *testing.T) {
 	o.do(full, "PK.PREPARE", "ns", "w3", value)
 	o.do("*2\r\n$2\r\nvb\r\n:-1\r\n", "PK.GETVALUE", "rd", "b")
 	o.do(scanPage, "PK.SCAN", "rd", "0")
+	// A transaction that reads is answered too.
+	o.send(resp("MULTI") + resp("PK.GET", "rd", "a") + resp("PK.GETVALUE", "rd", "b") + resp("EXEC"))
+	o.expect("+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n$2\r\nva\r\n*2\r\n$2\r\nvb\r\n:-1\r\n")
+	// A retry of the write that met ENOSPC is refused at once (it waited
+	// on the key's lock, and so did the commands batched with it).
+	o.send(resp("PK.PREPARE", "ns", fmt.Sprintf("k%d", len(acked)), value))
+	retried := o.line()
+	t.Logf("first refusal %q, its retry %q", refused, retried)
+	require.Contains(t, []string{full,
+		"-UNAVAILABLE disk full: a write waiting for space on " + data + " may change this record; ask again once space is freed\r\n",
+	}, retried)
 
 	// Space freed: writes resume by themselves.
 	require.NoError(t, os.Remove(filepath.Join(mnt, "other")))
