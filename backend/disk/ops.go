@@ -136,7 +136,7 @@ func del(b *pebble.Batch, recKey []byte, old stored) error {
 // the stripes of every key in b held (held, in any order, with repeats),
 // so nobody sees b before it is durable; it counts itself in their
 // pending meanwhile, for the readers that do not take stripes
-// (waitingForSpace).
+// (waiting.go).
 func (s *Store) commit(b *pebble.Batch, held ...int) error {
 	defer b.Close()
 	for _, i := range held {

@@ -33,7 +33,7 @@ func TestDiskFullReadsGoOn(t *testing.T) {
 
 	// The records read later, written while there is space. Few keys: a
 	// read of a key sharing its lock stripe (1 in 4096) with the write
-	// that waits for space is refused (see disk.errWaitsForSpace).
+	// that waits for space is refused (disk.Store.waitsForSpace).
 	for _, k := range []string{"a", "b", "c"} {
 		r.do(":1\r\n", "PK.PREPARE", "rd", k, "v"+k)
 	}
