@@ -60,7 +60,10 @@ func (s *Store) batch(ctx context.Context, ops []backend.Op, res []backend.Resul
 		}
 	}()
 	keys, idx := s.recordKeys(ops)
-	unlock, err := s.lockAll(ctx, idx)
+	if s.space.waiting.Load() {
+		return s.batchWhileWaiting(ctx, ops, res, keys)
+	}
+	held, unlock, err := s.lockAll(ctx, idx)
 	defer unlock()
 	if err != nil {
 		return err
@@ -102,7 +105,7 @@ func (s *Store) batch(ctx context.Context, ops []backend.Op, res []backend.Resul
 		b.Close()
 		return nil
 	}
-	return s.commit(b)
+	return s.commit(b, held...)
 }
 
 // chunkIterMin is the size of a chunk from which its reads go through one
@@ -141,7 +144,20 @@ func (s *Store) recordKeys(ops []backend.Op) (keys [][2][]byte, idx []int) {
 // block is then not written at all and Exec returns the error.
 func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error {
 	keys, idx := s.recordKeys(ops)
-	unlock, err := s.lockAll(ctx, idx)
+	if s.space.waiting.Load() {
+		// Read only, from one snapshot: a block that writes is refused
+		// whole, with its first error.
+		if err := s.batchWhileWaiting(ctx, ops, res, keys); err != nil {
+			return err
+		}
+		for i := range ops {
+			if res[i].Err != nil {
+				return res[i].Err
+			}
+		}
+		return nil
+	}
+	held, unlock, err := s.lockAll(ctx, idx)
 	defer unlock()
 	if err != nil {
 		return err
@@ -160,7 +176,7 @@ func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result
 		b.Close()
 		return nil
 	}
-	return s.commit(b)
+	return s.commit(b, held...)
 }
 
 // exec runs one op of a batch on t.
@@ -193,11 +209,12 @@ func (s *Store) exec(t *txn, op *backend.Op, rk, oldRk []byte) backend.Result {
 }
 
 // lockAll takes the stripes idx (in any order, with repeats) in index
-// order, each once, and reports ErrClosed once Close began. It sorts idx.
-// The caller must call the returned unlock even on error.
-func (s *Store) lockAll(ctx context.Context, idx []int) (unlock func(), err error) {
+// order, each once, returns them (held, for commit) and reports ErrClosed
+// once Close began. It sorts idx. The caller must call the returned unlock
+// even on error.
+func (s *Store) lockAll(ctx context.Context, idx []int) (held []int, unlock func(), err error) {
 	if err := ctx.Err(); err != nil {
-		return func() {}, err
+		return nil, func() {}, err
 	}
 	slices.Sort(idx)
 	idx = slices.Compact(idx)
@@ -210,7 +227,7 @@ func (s *Store) lockAll(ctx context.Context, idx []int) (unlock func(), err erro
 		}
 	}
 	if s.closed.Load() {
-		return unlock, ErrClosed
+		return idx, unlock, ErrClosed
 	}
-	return unlock, nil
+	return idx, unlock, nil
 }

@@ -17,20 +17,24 @@ import (
 // every record is read, and either nothing is written or one batch holds
 // them all, committed with one fsync.
 func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpMPrepare, Entries: entries, Exp: exp})
+		return r.OK, r.Err
+	}
 	rks := make([][]byte, len(entries))
 	idx := make([]int, len(entries))
 	for i, e := range entries {
 		rks[i] = recordKey(e.NS, e.Key)
 		idx[i] = s.stripe(rks[i])
 	}
-	unlock, err := s.lockAll(ctx, idx)
+	held, unlock, err := s.lockAll(ctx, idx)
 	defer unlock()
 	if err != nil {
 		return false, err
 	}
 	t := s.alone()
 	ok, err := s.mprepare(t, rks, entries, exp)
-	if err := s.end(t, err); err != nil {
+	if err := s.end(t, err, held...); err != nil {
 		return false, err
 	}
 	return ok, nil
@@ -78,11 +82,13 @@ const scanVisitFactor = 10
 // Scan reads the namespace's records in key order with a pebble iterator
 // bounded to the namespace's prefix, from just after pos (the last key of
 // the previous page). An iterator reads a consistent snapshot; pebble shows
-// a batch before its fsync, so before answering the page takes and lets go
-// of the stripe of each record it returns: a command still holding one is
-// waiting for its fsync, and after it no record of the page can be undone
-// by a crash (a failed fsync exits the process before anything else is
-// answered).
+// a batch before its fsync, so before answering the page waits for the
+// stripe of each record it returns that has a commit pending (Store.pending:
+// counted from before the commit is applied, so one the iterator shows is
+// counted until it is synced): after that no record of the page can be
+// undone by a crash (a failed fsync exits the process before anything else
+// is answered). While a write waits for space, such a record is not waited
+// for: the page is refused (waiting.go).
 func (s *Store) Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error) {
 	if err := ctx.Err(); err != nil {
 		return backend.Page{}, err
@@ -135,9 +141,15 @@ func (s *Store) Scan(ctx context.Context, ns string, pos []byte, count int) (bac
 		page.Done = true
 	}
 	for _, r := range page.Records {
-		mu := &s.locks[s.stripe(recordKey(ns, r.Key))]
-		mu.Lock()
-		mu.Unlock() //nolint:staticcheck // waiting for the holder's fsync is the point
+		i := s.stripe(recordKey(ns, r.Key))
+		if s.pending[i].Load() == 0 {
+			continue
+		}
+		if s.space.waiting.Load() {
+			return backend.Page{}, s.waitsForSpace()
+		}
+		s.locks[i].Lock()
+		s.locks[i].Unlock() //nolint:staticcheck // waiting for the holder's fsync is the point
 	}
 	return page, nil
 }
@@ -176,6 +188,9 @@ func (s *Store) Secret(ctx context.Context) ([]byte, error) {
 		return bytes.Clone(v), nil
 	case !errors.Is(err, pebble.ErrNotFound):
 		return nil, fmt.Errorf("disk: read secret: %w", err)
+	}
+	if s.space.waiting.Load() {
+		return nil, s.space.noSpace() // its write would wait (waiting.go)
 	}
 	secret := make([]byte, backend.SecretBytes)
 	_, _ = rand.Read(secret) // crypto/rand.Read never fails (Go 1.24)

@@ -133,9 +133,20 @@ func del(b *pebble.Batch, recKey []byte, old stored) error {
 }
 
 // commit applies b, waits for its fsync and closes it. It is called with
-// the stripes of every key in b held, so nobody sees b before it is durable.
-func (s *Store) commit(b *pebble.Batch) error {
+// the stripes of every key in b held (held, in any order, with repeats),
+// so nobody sees b before it is durable; it counts itself in their
+// pending meanwhile, for the readers that do not take stripes
+// (waiting.go).
+func (s *Store) commit(b *pebble.Batch, held ...int) error {
 	defer b.Close()
+	for _, i := range held {
+		s.pending[i].Add(1)
+	}
+	defer func() {
+		for _, i := range held {
+			s.pending[i].Add(-1)
+		}
+	}()
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
 		return fmt.Errorf("disk: commit: %w", err)
 	}
@@ -179,15 +190,16 @@ func (t *txn) write(fill func(b *pebble.Batch) error) error {
 }
 
 // end finishes the txn of a command alone: it commits its writes, if any,
-// unless the command failed (err), and returns the command's error.
-func (s *Store) end(t *txn, err error) error {
+// unless the command failed (err), and returns the command's error. held
+// are the stripes the command holds (commit).
+func (s *Store) end(t *txn, err error, held ...int) error {
 	if err != nil || t.b == nil {
 		if t.b != nil {
 			t.b.Close()
 		}
 		return err
 	}
-	return s.commit(t.b)
+	return s.commit(t.b, held...)
 }
 
 // nowMs reads the store's clock.
@@ -195,6 +207,10 @@ func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
 // Prepare reserves key for value when no live record holds it.
 func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpPrepare, NS: ns, Key: key, Value: value, Exp: exp})
+		return r.OK, r.Err
+	}
 	rk := recordKey(ns, key)
 	unlock, err := s.lock(ctx, rk)
 	defer unlock()
@@ -203,7 +219,7 @@ func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp b
 	}
 	t := s.alone()
 	ok, err := s.prepare(t, rk, value, exp)
-	if err := s.end(t, err); err != nil {
+	if err := s.end(t, err, s.stripe(rk)); err != nil {
 		return false, err
 	}
 	return ok, nil
@@ -234,6 +250,10 @@ func (s *Store) prepare(t *txn, rk, value []byte, exp backend.Expiry) (bool, err
 // keeps a reader from answering with a record that is not yet durable.
 func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
 	rk := recordKey(ns, key)
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpGet, NS: ns, Key: key})
+		return r.Record, r.Found, r.Err
+	}
 	unlock, err := s.lock(ctx, rk)
 	defer unlock()
 	if err != nil {
@@ -254,6 +274,10 @@ func (s *Store) get(t *txn, rk []byte) (backend.Record, bool, error) {
 
 // Rollback deletes the record of key, live or expired, if ifeq holds.
 func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpRollback, NS: ns, Key: key, Cond: ifeq})
+		return r.OK, r.Err
+	}
 	rk := recordKey(ns, key)
 	unlock, err := s.lock(ctx, rk)
 	defer unlock()
@@ -262,7 +286,7 @@ func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backen
 	}
 	t := s.alone()
 	ok, err := s.rollback(t, rk, ifeq)
-	if err := s.end(t, err); err != nil {
+	if err := s.end(t, err, s.stripe(rk)); err != nil {
 		return false, err
 	}
 	return ok, nil
@@ -278,6 +302,9 @@ func (s *Store) rollback(t *txn, rk []byte, ifeq backend.Cond) (bool, error) {
 	if !s.visible(old, now) || !ifeq.Holds(old.value) {
 		return false, nil
 	}
+	if err := s.space.roomToDelete(); err != nil {
+		return false, err
+	}
 	if err := t.write(func(b *pebble.Batch) error { return del(b, rk, old) }); err != nil {
 		return false, err
 	}
@@ -286,6 +313,10 @@ func (s *Store) rollback(t *txn, rk []byte, ifeq backend.Cond) (bool, error) {
 
 // Reprepare replaces the value of the live record of key if ifeq holds.
 func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpReprepare, NS: ns, Key: key, Value: value, Cond: ifeq, Exp: exp})
+		return r.OK, r.Err
+	}
 	rk := recordKey(ns, key)
 	unlock, err := s.lock(ctx, rk)
 	defer unlock()
@@ -294,7 +325,7 @@ func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ife
 	}
 	t := s.alone()
 	ok, err := s.reprepare(t, rk, value, ifeq, exp)
-	if err := s.end(t, err); err != nil {
+	if err := s.end(t, err, s.stripe(rk)); err != nil {
 		return false, err
 	}
 	return ok, nil
@@ -325,6 +356,11 @@ func (s *Store) reprepare(t *txn, rk, value []byte, ifeq backend.Cond, exp backe
 // A live newKey wins over a mismatched oldKey (:0 before -MISMATCH), as
 // PREPARE newKey would fail before ROLLBACK oldKey is tried.
 func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+	if s.space.waiting.Load() {
+		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpMove, NS: ns, Key: newKey, Value: newValue,
+			OldKey: oldKey, OldValue: oldValue, Exp: exp})
+		return r.Move, r.Err
+	}
 	nk, ok := recordKey(ns, newKey), recordKey(ns, oldKey)
 	unlock, err := s.lock2(ctx, nk, ok)
 	defer unlock()
@@ -333,7 +369,7 @@ func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, o
 	}
 	t := s.alone()
 	r, err := s.move(t, nk, newValue, ok, oldValue, exp)
-	if err := s.end(t, err); err != nil {
+	if err := s.end(t, err, s.stripe(nk), s.stripe(ok)); err != nil {
 		return 0, err
 	}
 	return r, nil

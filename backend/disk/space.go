@@ -43,8 +43,10 @@ const (
 // disk), pebble would end the process (a failed WAL write wedges its commit
 // pipeline) or retry its flush in a loop. So the file system pebble writes
 // through waits instead (vfs.OnDiskFull), until space is freed, and the
-// write is then retried: commits wait, their commands get -UNAVAILABLE at
-// the backend timeout, and nothing is lost or half written.
+// write is then retried: the commits under way wait, their commands get
+// -UNAVAILABLE at the backend timeout, and nothing is lost or half
+// written. Meanwhile later writes are refused with ErrDiskFull at once, and
+// reads go on around the waiting commits (waiting.go).
 type space struct {
 	fs      vfs.FS // the file system under pebble's wrappers
 	dir     string
@@ -53,7 +55,12 @@ type space struct {
 
 	avail atomic.Int64 // free bytes: last read, minus what was written since
 	full  atomic.Bool
-	mu    sync.Mutex // one read of the file system at a time
+	// waiting is set while a write that met ENOSPC waits for space
+	// (onDiskFull): every commit then waits behind it in pebble, so the
+	// store refuses writes before they reach pebble and reads go around
+	// the stripes those commits hold (waiting.go).
+	waiting atomic.Bool
+	mu      sync.Mutex // one read of the file system at a time
 
 	// opening is set while pebble.Open runs: an ENOSPC then fails the open
 	// (openFull is closed) rather than waiting for space.
@@ -106,16 +113,35 @@ func (s *space) wrote(n int64) {
 
 // room reports whether a write that adds records may go on.
 func (s *space) room() error {
+	if s.waiting.Load() {
+		return s.noSpace()
+	}
 	if !s.full.Load() {
 		return nil
 	}
 	if s.avail.Load() >= s.reserve {
 		// Full without being below the reserve: a write met ENOSPC
 		// (onDiskFull), with no reserve or past it.
-		return fmt.Errorf("%w: a write found no space on %s; writes resume once space is freed", ErrDiskFull, s.dir)
+		return s.noSpace()
 	}
 	return fmt.Errorf("%w: %s free on %s, below the reserve of %s (--min-free-disk); writes resume once space is freed",
 		ErrDiskFull, bytesText(s.avail.Load()), s.dir, bytesText(s.reserve))
+}
+
+// roomToDelete reports whether a write that only deletes may go on: below
+// the reserve it may (the reserve is there for it), but not while a write
+// waits for space, since it would wait behind that one too.
+func (s *space) roomToDelete() error {
+	if s.waiting.Load() {
+		return s.noSpace()
+	}
+	return nil
+}
+
+// noSpace is the error of a write refused while a write that met ENOSPC
+// waits for space.
+func (s *space) noSpace() error {
+	return fmt.Errorf("%w: a write found no space on %s; writes resume once space is freed", ErrDiskFull, s.dir)
 }
 
 // watch reads the free space every spaceCheckInterval until close.
@@ -147,6 +173,8 @@ func (s *space) close() {
 // one), or the store is closing. During pebble.Open it fails the open.
 func (s *space) onDiskFull() {
 	s.full.Store(true)
+	s.waiting.Store(true)
+	defer s.waiting.Store(false)
 	if s.opening.Load() {
 		s.openOnce.Do(func() { close(s.openFull) })
 	} else if s.limits.allow("enospc") {

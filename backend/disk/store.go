@@ -82,6 +82,11 @@ type Store struct {
 	now     func() time.Time
 	seed    maphash.Seed
 	locks   [stripes]sync.Mutex
+	// pending counts, per stripe, the commits applied to pebble and not yet
+	// synced (commit): a record a reader sees in a snapshot taken before
+	// its stripe's count read zero is durable. Reads go by it instead of
+	// by the stripe only while a write waits for space (waitingForSpace).
+	pending [stripes]atomic.Int32
 	// secretMu makes the first Secret calls agree on one secret.
 	secretMu sync.Mutex
 	// iters is held (read) by scans and Secret, which hold no stripe, and

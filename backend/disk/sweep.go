@@ -50,6 +50,9 @@ func (s *Store) sweep() (int, error) {
 			return deleted, nil
 		default:
 		}
+		if s.space.waiting.Load() {
+			return deleted, nil // its deletes would wait for space too (waiting.go)
+		}
 		now := s.nowMs()
 		due := now - s.opts.Retention.Milliseconds() + 1 // Gone(ttlAt) <=> ttlAt < due
 		if due <= 1 {
