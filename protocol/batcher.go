@@ -132,6 +132,14 @@ func (b *batcher) landed(n int) {
 // submit queues c's run (c.runArgs); called on the loop.
 func (b *batcher) submit(c *conn) {
 	b.queued += len(c.runArgs)
+	if c.bigRun && b.up != nil {
+		// A request of megabytes (an assembled one, conn.serveBig) is not
+		// written by the loop: encoding it and copying it into the
+		// connection's output took the loop seconds (issue 23, N1), while
+		// the Redis client does it on a goroutine.
+		b.queueOffLoop(c)
+		return
+	}
 	if b.ready() || (b.up == nil && !b.offLoop.Load()) {
 		b.onLoop = append(b.onLoop, c)
 		if len(b.onLoop) == 1 {

@@ -70,6 +70,13 @@ type conn struct {
 	runRaw           []byte     // the arguments of the run at the store, copied out of gnet's buffer
 	runFlat          [][]byte   // those arguments, one after the other
 	runArgs          [][][]byte // the run's commands, each a slice of runFlat
+	bigRun           bool       // the run is an assembled request (runBig): let it go when answered
+
+	// asm takes in a large request as it arrives, out of gnet's buffer
+	// (assembleAt); big is such a request, complete, parked until the
+	// batcher has room for it.
+	asm resp.Assembler
+	big [][]byte
 
 	// Counting for INFO and metrics (counting.go, package stats): the
 	// loop's counters, when the current read began, the commands answered
@@ -115,8 +122,18 @@ const (
 	// it until that input is served (flow).
 	pauseAt = 1 << 20
 	// peekWindow is how much input serve looks at at once; a request
-	// larger than it widens the window to take it in.
+	// larger than it widens the window to take it in (one that is not
+	// assembled: an inline request).
 	peekWindow = 2 << 20
+	// assembleAt is how much of a multibulk request may wait in gnet's
+	// buffer, incomplete, before the rest is taken in by the assembler
+	// (resp.Assembler) as it arrives: each read of it is then copied once
+	// and its arguments are the request's only copy. Below it a request
+	// is parsed again at each read, as before, at most a few times
+	// (gnet reads 64 KiB at a time). Issue 23, N1: a PK.MPREPARE of
+	// 64 x 1 MiB took 9-18 s of the loop and 2.3 GB, copied and parsed
+	// again from its start at each of its 1,024 reads.
+	assembleAt = 256 << 10
 )
 
 func newConn(s *Server) *conn {
@@ -241,6 +258,28 @@ again:
 		// (a refusal found in a wider window is further on)
 		buf, truncated = buf[:c.refusedAt], false
 	}
+	if c.asm.On() || c.big != nil {
+		// A large request is being taken in, or waits for the batcher.
+		switch step, closeIt := c.serveBig(buf); step {
+		case bigStopped:
+			return closeIt
+		case bigMore:
+			if truncated {
+				goto again // the rest of the window's input is its too
+			}
+			return c.endServe()
+		case bigParked:
+			return c.endServe()
+		}
+		served++
+		if c.busy {
+			return false
+		}
+		if !c.quit {
+			goto again // what came after it
+		}
+		return c.endServe()
+	}
 	off, more := 0, false
 serving:
 	for !c.busy && !c.quit {
@@ -260,6 +299,17 @@ serving:
 			return c.fail(strings.TrimPrefix(err.Error(), "Protocol error: "))
 		}
 		if !complete {
+			if n := len(buf) - off; n >= assembleAt && buf[off] == '*' && c.refused == "" {
+				// A large request: the assembler takes in what is here
+				// and the rest as it arrives (serveBig).
+				c.asm.Start()
+				if _, _, msg := c.asm.Feed(buf[off:]); msg != "" {
+					c.asm.Reset()
+					return c.fail(msg)
+				}
+				c.wide, off, more = 0, len(buf), truncated
+				break
+			}
 			if truncated {
 				// A request larger than what is left of the window: the
 				// window takes it in until it is served.
@@ -328,12 +378,103 @@ serving:
 		}
 		return c.fail(c.refused)
 	}
+	return c.endServe()
+}
+
+// endServe ends a serve that is not busy: it writes the replies and
+// reports whether the connection is to be closed.
+func (c *conn) endServe() (closeIt bool) {
 	c.flush()
 	c.flushNotes()
 	if c.unread() {
 		return true
 	}
 	return c.quit || c.srv.closing.Load()
+}
+
+// bigStep is where serveBig leaves a large request.
+type bigStep uint8
+
+const (
+	bigRan     bigStep = iota // it was answered, queued or sent to the store
+	bigMore                   // all the input was taken in; the rest is to come
+	bigParked                 // it waits for the batcher's room
+	bigStopped                // the connection is to be closed, or closes (closeIt)
+)
+
+// serveBig goes on with a large request (assembleAt): it takes in what buf
+// holds of it and, once it is complete, runs it.
+func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
+	if c.big == nil {
+		n, done, msg := c.asm.Feed(buf)
+		if n > 0 { // Discard(0) would drop it all
+			_, _ = c.gc.Discard(n)
+			c.scanned -= n
+			c.refusedAt -= n
+		}
+		if msg != "" {
+			c.asm.Reset()
+			return bigStopped, c.fail(msg)
+		}
+		if !done {
+			if c.refused != "" && c.refusedAt <= 0 {
+				// The guard refused its framing: it is answered so.
+				c.asm.Reset()
+				return bigStopped, c.fail(c.refused)
+			}
+			return bigMore, false
+		}
+		c.big = c.asm.Take()
+	}
+	args := c.big
+	c.big = nil
+	switch {
+	case len(args) == 0: // *0: nothing to answer
+	case crossProtocol(args[0]):
+		c.srv.cfg.Logger.Warn("possible cross-protocol attack: a client sent "+
+			"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
+			"id", c.id, "addr", c.gc.RemoteAddr().String())
+		c.out.B = c.out.B[:0]
+		return bigStopped, true
+	case c.tx.on:
+		at, errs := len(c.out.B), c.out.Errs
+		c.queue(args)
+		c.noteQueued(args[0], at, errs)
+	case c.batched(args[0]):
+		if c.batcher != nil && c.batcher.full() {
+			c.big = args
+			c.batcher.park(c)
+			return bigParked, false
+		}
+		// The arguments are the assembler's copy, the request's only
+		// one: the run is that command alone, and keeps no copy.
+		c.runRaw, c.runFlat, c.runArgs, c.bigRun = nil, nil, [][][]byte{args}, true
+		c.toStore()
+	case c.authed && c.srv.drive == backend.DriveInline && c.srv.handler.IsPK(args[0]):
+		// Even a store that answers from memory takes a while over
+		// megabytes of arguments (memory: copies 64 MiB of values for a
+		// PK.MPREPARE of 64 x 1 MiB): off the loop, so that other clients
+		// do not wait on it. The connection is busy meanwhile, so its
+		// replies keep their order.
+		c.answered++
+		idx, began := c.statIndex(args[0]), c.began
+		c.offload(func() {
+			errs := c.out.Errs
+			r, _ := c.srv.handler.Do(context.Background(), args)
+			c.out.Reply(r)
+			o, p := c.outcomeSince(0, errs)
+			c.stats.Record(idx, o, p, time.Since(began))
+		})
+	default:
+		c.dispatch(args)
+	}
+	if !c.busy && len(c.out.B) >= flushAt {
+		c.flush()
+		if c.unread() {
+			return bigStopped, true
+		}
+	}
+	return bigRan, false
 }
 
 // flushAt is how many bytes of replies serve builds before it writes them:
@@ -516,9 +657,9 @@ func (c *conn) resume() {
 		c.inRun = 0
 		c.batcher.landed(n) // may serve parked connections first
 	}
-	if cap(c.runRaw) > 1<<20 {
+	if cap(c.runRaw) > 1<<20 || c.bigRun {
 		// do not pin a burst's copy for the connection's life
-		c.runRaw, c.runFlat, c.runArgs = nil, nil, nil
+		c.runRaw, c.runFlat, c.runArgs, c.bigRun = nil, nil, nil, false
 	}
 	if c.closed || c.draining {
 		return

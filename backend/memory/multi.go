@@ -18,10 +18,37 @@ import (
 // then all written, with one reading of the clock.
 func (s *Store) MPrepare(_ context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
 	keys, idx := s.entryKeys(entries)
+	built := buildEntries(keys, entries)
 	unlock := s.lockShards(slices.Clone(idx))
 	defer unlock()
-	return s.mprepare(keys, idx, entries, exp, s.nowMs()), nil
+	return s.mprepare(keys, idx, entries, built, exp, s.nowMs()), nil
 }
+
+// buildEntries returns the records of entries, built before their shards
+// are locked when their values are large (prebuildAt): copying 64 MiB of
+// values under the locks of up to 64 shards held the readers of every key
+// of those shards, among them the event loop's, for the copy's length
+// (issue 23, N1: seconds, on a machine where fresh memory is slow). nil
+// when they are small: mprepare builds them under the locks, and a
+// refused MPREPARE builds none.
+func buildEntries(keys [][]byte, entries []backend.Entry) []*entry {
+	n := 0
+	for _, e := range entries {
+		n += len(e.Value)
+	}
+	if n < prebuildAt {
+		return nil
+	}
+	built := make([]*entry, len(entries))
+	for i, e := range entries {
+		built[i] = newEntry(string(keys[i]), e.Value, backend.Forever)
+	}
+	return built
+}
+
+// prebuildAt is the size of an MPREPARE's values from which its records
+// are built before its shards are locked.
+const prebuildAt = 1 << 20
 
 // entryKeys returns the map keys of entries and their shards.
 func (s *Store) entryKeys(entries []backend.Entry) (keys [][]byte, idx []int) {
@@ -35,7 +62,10 @@ func (s *Store) entryKeys(entries []backend.Entry) (keys [][]byte, idx []int) {
 }
 
 // mprepare is MPrepare with the shards idx of keys held.
-func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, exp backend.Expiry, nowMs int64) bool {
+//
+// built, when not nil, holds the entries' records, built beforehand
+// (buildEntries).
+func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, built []*entry, exp backend.Expiry, nowMs int64) bool {
 	found := make([]*entry, len(entries))
 	for i, k := range keys {
 		en := s.shards[idx[i]].lookup(k, nowMs, &s.opts)
@@ -47,9 +77,14 @@ func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, exp 
 	ttlAt := exp.TTLAt(nowMs, backend.Forever)
 	for i, k := range keys {
 		sh := &s.shards[idx[i]]
-		if found[i] == nil {
+		switch {
+		case built != nil && found[i] == nil:
+			sh.putEntry(built[i], ttlAt)
+		case built != nil:
+			sh.replaceWith(found[i], built[i], ttlAt)
+		case found[i] == nil:
 			sh.put(k, entries[i].Value, ttlAt)
-		} else {
+		default:
 			sh.replace(found[i], entries[i].Value, ttlAt)
 		}
 	}

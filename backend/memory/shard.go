@@ -85,11 +85,23 @@ func (sh *shard) put(k, value []byte, ttlAt int64) {
 	sh.setTTL(en, ttlAt)
 }
 
+// putEntry stores en, built for a key with no record (newEntry).
+func (sh *shard) putEntry(en *entry, ttlAt int64) {
+	k := en.key()
+	sh.recs.insert(hashKey(sh.seed, unsafe.Slice(unsafe.StringData(k), len(k))), en)
+	sh.setTTL(en, ttlAt)
+}
+
 // replace gives en's record a new value and ttlAt: a new entry takes en's
 // place in the table and in the heap; en is not to be used after.
 func (sh *shard) replace(en *entry, value []byte, ttlAt int64) {
+	sh.replaceWith(en, newEntry(en.key(), value, en.ttlAt), ttlAt)
+}
+
+// replaceWith is replace with nen, an entry built for en's key (newEntry).
+func (sh *shard) replaceWith(en, nen *entry, ttlAt int64) {
 	k := en.key()
-	nen := newEntry(k, value, en.ttlAt)
+	nen.ttlAt = en.ttlAt
 	if i, ok := sh.recs.find(hashKey(sh.seed, unsafe.Slice(unsafe.StringData(k), len(k))), k); ok {
 		sh.recs.slots[i].en = nen
 	}

@@ -273,7 +273,7 @@ func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result
 			r.Move = s.move(sh, k, op.Value, &s.shards[s.shardOf(ok)], ok, op.OldValue, op.Exp, nowMs)
 		case backend.OpMPrepare:
 			ekeys, eidx := s.entryKeys(op.Entries)
-			r.OK = s.mprepare(ekeys, eidx, op.Entries, op.Exp, nowMs)
+			r.OK = s.mprepare(ekeys, eidx, op.Entries, nil, op.Exp, nowMs)
 		}
 		res[i] = r
 	}
