@@ -136,6 +136,13 @@ type Tuning struct {
 	// FS is the file system pebble uses; nil means the OS's. Tests wrap it
 	// with pebble's vfs and errorfs to hold or fail writes and fsyncs.
 	FS vfs.FS
+	// SweepInterval is how often the background sweep deletes the records
+	// past their retention; zero means one second, negative disables it
+	// (as mongo.Config.SweepInterval), leaving such records on disk, where
+	// commands treat them as absent. The sidecar has no flag for it: it is
+	// here so that tests outside this package (e2e/conformance) can run
+	// the sweep every millisecond, racing the commands they send.
+	SweepInterval time.Duration
 }
 
 // Open opens (creating if needed) the store in dir. A directory in use by
@@ -145,9 +152,13 @@ func Open(dir string, opts backend.Options) (*Store, error) {
 }
 
 // OpenTuned is Open with the memory the store may use, its free-space
-// reserve and its file system set by t.
+// reserve, its file system and its sweep's period set by t.
 func OpenTuned(dir string, opts backend.Options, t Tuning) (*Store, error) {
-	return open(dir, opts, config{sweepInterval: defaultSweepInterval, cacheBytes: t.CacheBytes,
+	sweep := t.SweepInterval
+	if sweep == 0 {
+		sweep = defaultSweepInterval
+	}
+	return open(dir, opts, config{sweepInterval: sweep, cacheBytes: t.CacheBytes,
 		minFree: t.MinFreeBytes, fs: t.FS})
 }
 

@@ -162,12 +162,13 @@ func TestSweepAfterRetentionChange(t *testing.T) {
 	require.Empty(t, keyspace(t, s, prefixExpiry))
 }
 
-// TestSweepLoop checks that Open starts the sweep in the background. It
-// polls for the loop's result; the expiry itself comes from the moved clock.
+// TestSweepLoop checks that Open starts the sweep in the background, at
+// the period Tuning.SweepInterval sets. It polls for the loop's result;
+// the expiry itself comes from the moved clock.
 func TestSweepLoop(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
-	s, err := open(t.TempDir(), backend.Options{Now: clock.Now}, config{sweepInterval: time.Millisecond})
+	s, err := OpenTuned(t.TempDir(), backend.Options{Now: clock.Now}, Tuning{SweepInterval: time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	_, err = s.Prepare(ctx, "ns", []byte("k"), []byte("v"), after(time.Second))
