@@ -110,11 +110,8 @@ func (s *Store) batch(ctx context.Context, ops []backend.Op, res []backend.Resul
 	return s.commit(b, held...)
 }
 
-// newBatch is the indexed batch for ops. When their values are large (a
-// PK.MPREPARE of 64 values of 1 MiB) it is made their size at once: grown
-// by doubling from pebble's default it touched 4 times as much memory,
-// which on a loaded machine made the store's part of such a command take
-// longer than the backend timeout (issue 23, N1).
+// newBatch is the indexed batch for ops, made to measure when their values
+// are large (batchSize).
 func (s *Store) newBatch(ops []backend.Op) *pebble.Batch {
 	n, records := 0, 0
 	for i := range ops {
@@ -124,10 +121,25 @@ func (s *Store) newBatch(ops []backend.Op) *pebble.Batch {
 		}
 		records += 1 + len(ops[i].Entries)
 	}
-	if n < largeBatch {
-		return s.db.NewIndexedBatch()
+	if size := batchSize(n, records); size > 0 {
+		return s.db.NewIndexedBatchWithSize(size)
 	}
-	return s.db.NewIndexedBatchWithSize(n + records*batchRecordOverhead)
+	return s.db.NewIndexedBatch()
+}
+
+// batchSize is the size to make a batch of records with n bytes of values
+// in all, or 0 for pebble's default. When the values are large (a
+// PK.MPREPARE of 64 values of 1 MiB) the batch is made their size at once:
+// grown by doubling from pebble's default it allocated 4 times as much,
+// 254 MiB for 64 MiB of values, which on a loaded machine made the store's
+// part of such a command take longer than the backend timeout and put the
+// sidecar's peak RSS at 4.4 times the request (issue 23, N1;
+// TestBigBatchMemory). Small batches keep pebble's default, as before.
+func batchSize(n, records int) int {
+	if n < largeBatch {
+		return 0
+	}
+	return n + records*batchRecordOverhead
 }
 
 // largeBatch is the size of values from which a batch is made to measure.
@@ -192,7 +204,7 @@ func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result
 	if err != nil {
 		return err
 	}
-	b := s.db.NewIndexedBatch()
+	b := s.newBatch(ops)
 	t := &txn{db: s.db, r: b, b: b}
 	for i := range ops {
 		r := s.exec(t, &ops[i], keys[i][0], keys[i][1])

@@ -23,9 +23,11 @@ func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backe
 	}
 	rks := make([][]byte, len(entries))
 	idx := make([]int, len(entries))
+	n := 0
 	for i, e := range entries {
 		rks[i] = recordKey(e.NS, e.Key)
 		idx[i] = s.stripe(rks[i])
+		n += len(e.Value)
 	}
 	held, unlock, err := s.lockAll(ctx, idx)
 	defer unlock()
@@ -33,6 +35,9 @@ func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backe
 		return false, err
 	}
 	t := s.alone()
+	// The sidecar's path for a PK.MPREPARE alone on its connection: sized
+	// as Batch sizes it (newBatch).
+	t.size = batchSize(n, len(entries))
 	ok, err := s.mprepare(t, rks, entries, exp)
 	if err := s.end(t, err, held...); err != nil {
 		return false, err

@@ -173,6 +173,9 @@ type txn struct {
 	// err is the first failed write: b may then hold part of a command, and
 	// must be dropped instead of committed.
 	err error
+	// size is the size to make b at a command's first write (batchSize),
+	// 0 for pebble's default.
+	size int
 }
 
 // alone returns the txn of a command run on its own.
@@ -182,7 +185,11 @@ func (t *txn) read(recKey []byte) (stored, error) { return readFrom(t.r, recKey)
 
 func (t *txn) batch() *pebble.Batch {
 	if t.b == nil {
-		t.b = t.db.NewBatch()
+		if t.size > 0 {
+			t.b = t.db.NewBatchWithSize(t.size)
+		} else {
+			t.b = t.db.NewBatch()
+		}
 	}
 	return t.b
 }
