@@ -46,6 +46,7 @@ func procCPU(t testing.TB, pid int) time.Duration {
 type bigRequest struct {
 	took      time.Duration // from its first byte to its reply
 	cpu       time.Duration // the server's CPU meanwhile
+	rssBefore int64         // the server's RSS before it
 	rssGrowth int64         // its peak RSS (VmHWM) over its RSS before
 	others    []probeResult // the other clients' meanwhile
 }
@@ -133,7 +134,7 @@ func uploadBig(t *testing.T, addr string, pid int, req []byte, want string, prob
 	rd := bufio.NewReader(nc)
 	reply, err := rd.ReadString('\n')
 	require.NoError(t, err, "the reply to the large request")
-	res := bigRequest{took: time.Since(began)}
+	res := bigRequest{took: time.Since(began), rssBefore: rssBefore}
 	ended := time.Now()
 	require.Equal(t, want, reply)
 	require.NoError(t, <-written)
@@ -200,7 +201,11 @@ func TestBigRequest(t *testing.T) {
 	}
 	for _, b := range []backendCase{
 		{"memory", func(testing.TB) []string { return []string{"--backend", "memory:"} }},
-		{"file", func(t testing.TB) []string { return []string{"--backend", "file:" + t.TempDir()} }},
+		// --log-level debug: pebble's "flushed" line tells when the
+		// batch's flush, which ends after the reply, is done.
+		{"file", func(t testing.TB) []string {
+			return []string{"--backend", "file:" + t.TempDir(), "--log-level", "debug"}
+		}},
 		// A Redis of its own: 64 MiB of values would stay in the shared one.
 		{"redis", func(tb testing.TB) []string {
 			t := tb.(*testing.T)
@@ -231,14 +236,27 @@ func TestBigRequest(t *testing.T) {
 			// (file:, redis://): 0.7-2.1 s measured. Before, 19-25 s.
 			require.Less(t, res.cpu, 5*time.Second, "the sidecar's CPU for one 64 MiB request")
 			// The request once (the assembler's arguments) and the store's
-			// copy: +130 MiB on memory: and redis://. pebble holds the batch
-			// and flushes it to an sstable (a batch this large is flushed on
-			// its own): +257 MiB on file:. Before, 0.6-1.3 GB.
-			times := 3
+			// copy: +130 MiB on memory: and redis://, +140-145 MiB on file:
+			// (its batch, made to measure on every path since
+			// TestBigBatchMemory). Before, 0.6-1.3 GB; file: at 2x the
+			// batch, grown by doubling, +254-294 MiB.
+			times := 3.0
 			if b.name == "file" {
-				times = 5
+				// pebble's flush of the batch runs after the reply; on a
+				// loaded machine part of it may come before.
+				times = 3.5
 			}
-			require.Less(t, res.rssGrowth, int64(times*len(req)), "the sidecar's peak RSS growth")
+			require.Less(t, float64(res.rssGrowth), times*float64(len(req)), "the sidecar's peak RSS growth")
+			if b.name == "file" {
+				// The flush's garbage (a fresh buffer for each 1 MiB value's
+				// sstable block, and pebble's WAL copy of the batch; see
+				// backend/disk's TestBigBatchMemory) adds to the peak
+				// after the reply; logged, not asserted: how far pebble's
+				// WAL writer lags behind varies by 60 MiB.
+				require.Eventually(t, func() bool { return strings.Contains(s.logs(), "flushed ") },
+					time.Minute, 10*time.Millisecond, "pebble's flush of the batch")
+				t.Logf("peak RSS with the flush: +%d MiB", (procStatus(t, s.cmd.Process.Pid, "VmHWM")-res.rssBefore)/mib)
+			}
 			s.raw(t).do(fmt.Sprintf("$%d\r\n%s\r\n", bigValue, strings.Repeat("v", bigValue)), "PK.GET", ns, "k63")
 		})
 	}
