@@ -31,8 +31,8 @@ type conn struct {
 	authed  bool
 	name    string
 	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
-	quit    bool
-	tx      tx // between MULTI and EXEC (transaction.go)
+	st      connState // its phase and whether it is read (conn_state.go)
+	tx      tx        // between MULTI and EXEC (transaction.go)
 
 	active time.Time // when the client last sent something (IdleTimeout)
 
@@ -52,25 +52,13 @@ type conn struct {
 	created     int64        // Unix seconds
 	lastInput   atomic.Int64 // Unix seconds of the last input
 
-	// busy is set while a run of this connection is with the store; input
-	// waits in gnet's buffer, unparsed, until its replies are written, so
-	// replies keep the order of requests.
-	busy    bool
-	inRun   int  // commands of the run at the store, counted by the batcher
-	parked  bool // waiting for the batcher to have room (batcher.park)
-	yielded bool // a serve is scheduled after other connections' turn
-	wide    int  // a window that takes in the large request at the front
-	epfd    int  // the loop's epoll descriptor, when canPause
-	// canPause is set where the loop can stop reading the connection
-	// (transport/pause_linux.go); paused while it does.
-	canPause, paused bool
-	draining         bool       // closed once its replies are written (closeWhenWritten)
-	closed           bool       // closed by the loop; late results are dropped
-	argsBuf          [][]byte   // reused by the parser
-	runRaw           []byte     // the arguments of the run at the store, copied out of gnet's buffer
-	runFlat          [][]byte   // those arguments, one after the other
-	runArgs          [][][]byte // the run's commands, each a slice of runFlat
-	bigRun           bool       // the run is an assembled request (runBig): let it go when answered
+	wide    int        // a window that takes in the large request at the front
+	epfd    int        // the loop's epoll descriptor, where it can stop reading (st.reading)
+	argsBuf [][]byte   // reused by the parser
+	runRaw  []byte     // the arguments of the run at the store, copied out of gnet's buffer
+	runFlat [][]byte   // those arguments, one after the other
+	runArgs [][][]byte // the run's commands, each a slice of runFlat
+	bigRun  bool       // the run is an assembled request (runBig): let it go when answered
 
 	// asm takes in a large request as it arrives, out of gnet's buffer
 	// (assembleAt); big is such a request, complete, parked until the
@@ -179,7 +167,7 @@ func (c *conn) Traffic() (closeIt bool) { return c.traffic() }
 // Closed is the connection's last event: late results for it are dropped;
 // the server forgets it.
 func (c *conn) Closed() {
-	c.closed = true
+	c.st.close()
 	c.endTx() // a transaction left open releases what it queued
 	c.srv.forget(c)
 }
@@ -188,7 +176,7 @@ func (c *conn) Closed() {
 // connection: it has pauseAt of input waiting behind commands being
 // answered, as flow stops epoll from reading it on gnet's loops.
 func (c *conn) Holding(inbound int) bool {
-	return (c.busy || c.parked || c.yielded) && inbound >= pauseAt
+	return c.st.behind() && inbound >= pauseAt
 }
 
 // traffic is the loop's turn on the connection: input has arrived, or it
@@ -196,15 +184,13 @@ func (c *conn) Holding(inbound int) bool {
 func (c *conn) traffic() (closeIt bool) {
 	c.active = time.Now()
 	c.lastInput.Store(c.active.Unix())
-	c.paused = false // it is read: gnet turns reading on when it drains output
-	if c.draining {  // its input is no longer read (closeWhenWritten)
+	c.readByGnet()
+	if c.st.phase == draining { // its input is no longer read (closeWhenWritten)
 		_, _ = c.gc.Discard(c.gc.InboundBuffered())
-		if c.canPause && transport.SetReading(c.epfd, c.gc, false) == nil {
-			c.paused = true
-		}
+		c.stopReading()
 		return false
 	}
-	if c.busy || c.parked {
+	if c.st.waitsOnStore() {
 		// Input waits in the input buffer until the run is back, or the
 		// loop has room for it: up to pauseAt, where flow stops reading
 		// it. Where it cannot, the inbound limit bounds it.
@@ -272,17 +258,17 @@ again:
 			return c.endServe()
 		}
 		served++
-		if c.busy {
+		if c.st.atStore() {
 			return false
 		}
-		if !c.quit {
+		if c.st.serving() {
 			goto again // what came after it
 		}
 		return c.endServe()
 	}
 	off, more := 0, false
 serving:
-	for !c.busy && !c.quit {
+	for c.st.serving() {
 		if off == len(buf) {
 			more = truncated // the rest is past the window
 			break
@@ -349,7 +335,7 @@ serving:
 		default:
 			c.dispatch(args)
 		}
-		if !c.busy && len(c.out.B) >= flushAt { // a busy connection's out is the store work's
+		if !c.st.atStore() && len(c.out.B) >= flushAt { // a busy connection's out is the store work's
 			c.flush()
 			if c.unread() {
 				return true
@@ -361,13 +347,13 @@ serving:
 		c.scanned -= off
 		c.refusedAt -= off
 	}
-	if c.busy {
+	if c.st.atStore() {
 		return false // flushed when it went busy; out is not the loop's now
 	}
-	if more && !c.quit && !c.parked {
+	if more && c.st.serving() {
 		goto again
 	}
-	if c.refused != "" && !c.quit && !c.parked {
+	if c.refused != "" && c.st.serving() {
 		// Every request before the refused framing is answered.
 		if c.guard.PreAuth && c.authed {
 			// An AUTH among them lifted the limits that refused it: the
@@ -389,7 +375,7 @@ func (c *conn) endServe() (closeIt bool) {
 	if c.unread() {
 		return true
 	}
-	return c.quit || c.srv.closing.Load()
+	return c.st.phase == quitting || c.srv.closing.Load()
 }
 
 // bigStep is where serveBig leaves a large request.
@@ -468,7 +454,7 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 	default:
 		c.dispatch(args)
 	}
-	if !c.busy && len(c.out.B) >= flushAt {
+	if !c.st.atStore() && len(c.out.B) >= flushAt {
 		c.flush()
 		if c.unread() {
 			return bigStopped, true
@@ -526,10 +512,8 @@ func (c *conn) fail(msg string) bool {
 // closeWhenWritten reads nothing more from the connection and closes it
 // once its pending replies are written, or after drainFor.
 func (c *conn) closeWhenWritten() {
-	c.draining = true
-	if c.canPause && transport.SetReading(c.epfd, c.gc, false) == nil {
-		c.paused = true
-	}
+	c.st.drain()
+	c.stopReading()
 	deadline := time.Now().Add(drainFor)
 	go func() {
 		t := time.NewTicker(5 * time.Millisecond)
@@ -538,7 +522,7 @@ func (c *conn) closeWhenWritten() {
 		for range t.C {
 			err := c.loop.Later(func() {
 				switch {
-				case c.closed:
+				case c.st.phase == closed:
 					done <- true
 				case c.gc.OutboundBuffered() == 0 || time.Now().After(deadline):
 					c.loop.CloseConn(c.gc)
@@ -613,12 +597,12 @@ func (c *conn) keep(args [][]byte) {
 // not batch, as a job of its own.
 func (c *conn) toStore() {
 	c.srv.processed.Add(int64(len(c.runArgs)))
-	c.goBusy()
 	if c.batcher != nil {
-		c.inRun = len(c.runArgs)
+		c.goBusy(len(c.runArgs))
 		c.batcher.submit(c)
 		return
 	}
+	c.goBusy(0)
 	startJob(c.srv, c.loop, []*conn{c}, nil, false)
 }
 
@@ -627,19 +611,20 @@ func (c *conn) toStore() {
 // on its loop. work may write replies to out: the loop leaves a busy
 // connection alone.
 func (c *conn) offload(work func()) {
-	c.goBusy()
+	c.goBusy(0)
 	go func() {
 		work()
 		c.resumeLater()
 	}()
 }
 
-// goBusy hands the connection to store work: the replies so far are
-// written first, since out then belongs to that work until resume.
-func (c *conn) goBusy() {
+// goBusy hands the connection to store work, inRun commands of it at the
+// batcher: the replies so far are written first, since out then belongs to
+// that work until resume.
+func (c *conn) goBusy(inRun int) {
 	c.flush()
 	c.flushNotes()
-	c.busy = true
+	c.st.toStore(inRun)
 }
 
 // resumeLater asks the connection's loop to resume it; called off the loop
@@ -651,68 +636,34 @@ func (c *conn) resumeLater() {
 
 // resume goes on serving the connection once its store work is done.
 func (c *conn) resume() {
-	c.busy = false
-	if c.inRun > 0 {
-		n := c.inRun
-		c.inRun = 0
+	if n := c.st.back(); n > 0 {
 		c.batcher.landed(n) // may serve parked connections first
 	}
 	if cap(c.runRaw) > 1<<20 || c.bigRun {
 		// do not pin a burst's copy for the connection's life
 		c.runRaw, c.runFlat, c.runArgs, c.bigRun = nil, nil, nil, false
 	}
-	if c.closed || c.draining {
-		return
-	}
-	if c.serve() {
-		c.loop.CloseConn(c.gc)
-		return
-	}
-	c.flow()
-}
-
-// flow stops reading the connection while it has pauseAt of input waiting
-// behind commands being answered (a run at the store, a park, a yield), and
-// reads it again once that input is served. So a deep pipeline waits in the
-// client's socket, not in the sidecar, and the sidecar's memory is bounded
-// by the runs under way, not by the pipeline.
-func (c *conn) flow() {
-	if !c.canPause || c.closed {
-		return
-	}
-	waiting := c.busy || c.parked || c.yielded
-	read := !waiting || c.gc.InboundBuffered() < pauseAt
-	if read != c.paused {
-		return // already as wanted
-	}
-	if err := transport.SetReading(c.epfd, c.gc, read); err != nil {
-		c.srv.cfg.Logger.Warn("cannot stop or resume reading a client; its input is bounded by closing it", "id", c.id, "err", err)
-		c.canPause = false
-		if !read {
-			return
-		}
-	}
-	c.paused = !read
+	c.serveAgain()
 }
 
 // yield has the loop serve the connection again after the others that are
 // ready: gnet runs tasks after each round of I/O events.
 func (c *conn) yield() {
-	if c.yielded {
+	if !c.st.yield() {
 		return
 	}
-	c.yielded = true
 	_ = c.loop.Later(func() {
-		c.yielded = false
+		c.st.yieldDone()
 		c.serveAgain()
 	})
 	// An error means the loops are stopping; they close the connection.
 }
 
-// serveAgain serves input already received (after a yield, or once the
-// batcher has room), unless the connection is closed or waits on a run.
+// serveAgain serves input already received (after a yield, once the
+// batcher has room, or once its run is back), unless the connection is not
+// to be served: closed, draining, or waiting on the store.
 func (c *conn) serveAgain() {
-	if c.closed || c.busy || c.parked || c.draining {
+	if !c.st.serving() {
 		return
 	}
 	if c.serve() {
