@@ -216,21 +216,68 @@ func (c *conn) traffic() (closeIt bool) {
 func (c *conn) serve() (closeIt bool) { return c.serveAt(time.Now()) }
 
 // serveAt is serve of input that was there at began (traffic's reading of
-// the clock serves for the latencies too).
+// the clock serves for the latencies too). Each pass looks at a window of
+// the input and answers what it holds, or takes in the large request being
+// assembled; a pass ends the serve, or has the input looked at again.
 func (c *conn) serveAt(began time.Time) (closeIt bool) {
 	c.began = began
 	// What it answered is counted on every way out, a close included (a
 	// way out that wrote the replies has counted them already).
 	defer c.flushNotes()
-	served := 0
-again:
-	// It looks at a window of the input: gnet copies what it peeks when
-	// the input is split (its ring buffer wraps, or a read is appended),
-	// and a deep pipeline's megabytes were copied at every run.
+	served := 0 // commands answered, against maxServe
+	for {
+		in := c.window()
+		var next pass
+		if c.asm.On() || c.big != nil {
+			next = c.passLarge(&in, &served)
+		} else {
+			next = c.passRequests(&in, &served)
+		}
+		switch next {
+		case passEnd:
+			return c.endServe()
+		case passLeave:
+			return false
+		case passClose:
+			return true
+		}
+	}
+}
+
+// pass is how one pass of serveAt over the input ends.
+type pass uint8
+
+const (
+	passAgain pass = iota // look at the input again: more is past the window, or the limits changed
+	passEnd               // the serve ends: its replies are written (endServe)
+	passLeave             // the serve ends as it is: a run went to the store (out is its), or it drains
+	passClose             // the serve ends, and the connection is closed
+)
+
+// closeOr is the pass that ends a serve with closeIt (fail's answer).
+func closeOr(closeIt bool) pass {
+	if closeIt {
+		return passClose
+	}
+	return passLeave
+}
+
+// input is the window of the connection's input that one pass looks at.
+type input struct {
+	buf       []byte
+	truncated bool // the input goes on past buf
+	off       int  // how much of buf is answered (or taken in): discarded after the pass
+	more      bool // the pass ended at the window's end: the rest is to be looked at
+}
+
+// window is the input a pass looks at, scanned by the framing guard and
+// cut at a refusal. It is a window of the input: gnet copies what it peeks
+// when the input is split (its ring buffer wraps, or a read is appended),
+// and a deep pipeline's megabytes were copied at every run.
+func (c *conn) window() input {
 	total := c.gc.InboundBuffered()
-	window := max(peekWindow, c.wide)
-	buf, _ := c.gc.Peek(min(total, window))
-	truncated := len(buf) < total
+	buf, _ := c.gc.Peek(min(total, max(peekWindow, c.wide)))
+	in := input{buf: buf, truncated: len(buf) < total}
 	if c.refused == "" && c.scanned < len(buf) {
 		// Framing limits are checked on bytes as they arrive, before any
 		// request is parsed. The complete requests before a refusal are
@@ -242,68 +289,104 @@ again:
 	}
 	if c.refused != "" && c.refusedAt <= len(buf) {
 		// (a refusal found in a wider window is further on)
-		buf, truncated = buf[:c.refusedAt], false
+		in.buf, in.truncated = buf[:c.refusedAt], false
 	}
-	if c.asm.On() || c.big != nil {
-		// A large request is being taken in, or waits for the batcher.
-		switch step, closeIt := c.serveBig(buf); step {
-		case bigStopped:
-			return closeIt
-		case bigMore:
-			if truncated {
-				goto again // the rest of the window's input is its too
-			}
-			return c.endServe()
-		case bigParked:
-			return c.endServe()
+	return in
+}
+
+// passLarge goes on with the large request being taken in (serveBig).
+func (c *conn) passLarge(in *input, served *int) pass {
+	step, closeIt := c.serveBig(in.buf)
+	switch step {
+	case bigStopped:
+		return closeOr(closeIt)
+	case bigMore:
+		if in.truncated {
+			return passAgain // the rest of the window's input is its too
 		}
-		served++
-		if c.st.atStore() {
-			return false
-		}
-		if c.st.serving() {
-			goto again // what came after it
-		}
-		return c.endServe()
+		return passEnd
+	case bigParked:
+		return passEnd
 	}
-	off, more := 0, false
-serving:
+	*served++
+	switch {
+	case c.st.atStore():
+		return passLeave
+	case c.st.serving():
+		return passAgain // what came after it
+	}
+	return passEnd
+}
+
+// passRequests answers the requests in the window, then discards them from
+// gnet's buffer.
+func (c *conn) passRequests(in *input, served *int) pass {
+	if next, stopped := c.answerRequests(in, served); stopped {
+		return next // the input is left as it is: the connection closes, or drains
+	}
+	c.discard(in.off)
+	switch {
+	case c.st.atStore():
+		return passLeave // flushed when it went to the store; out is not the loop's now
+	case !c.st.serving(): // parked, or quitting
+		return passEnd
+	case in.more:
+		return passAgain
+	case c.refused != "":
+		return c.passRefused()
+	}
+	return passEnd
+}
+
+// passRefused ends the serve at the guard's refusal, once every request
+// before the refused framing is answered.
+func (c *conn) passRefused() pass {
+	if c.guard.PreAuth && c.authed {
+		// An AUTH among them lifted the limits that refused it: the rest
+		// is scanned again, from the request it begins with.
+		c.guard = resp.NewFramingGuard(c.limits)
+		c.refused, c.scanned = "", 0
+		return passAgain
+	}
+	return closeOr(c.fail(c.refused))
+}
+
+// discard drops n bytes of answered input from gnet's buffer.
+func (c *conn) discard(n int) {
+	if n == 0 {
+		return // Discard(0) would drop it all
+	}
+	_, _ = c.gc.Discard(n)
+	c.scanned -= n
+	c.refusedAt -= n
+}
+
+// answerRequests answers the complete requests in the window, in order,
+// while the connection is served: until the window's end, a run goes to
+// the store, the connection parks, quits or has had its turn (maxServe),
+// or a request is incomplete. stopped is set when the serve ends at once
+// (next): a protocol error, or a close.
+func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) {
 	for c.st.serving() {
-		if off == len(buf) {
-			more = truncated // the rest is past the window
-			break
+		if in.off == len(in.buf) {
+			in.more = in.truncated // the rest is past the window
+			return
 		}
-		if served >= maxServe && c.authed {
+		if *served >= maxServe && c.authed {
 			// Others' turn: the rest is served once the loop has gone
 			// round the connections that are ready.
 			c.yield()
-			break
+			return
 		}
-		start := off
-		complete, args, rest, err := resp.ReadCommand(buf[off:], c.argsBuf)
+		complete, args, rest, err := resp.ReadCommand(in.buf[in.off:], c.argsBuf)
 		if err != nil {
-			return c.fail(strings.TrimPrefix(err.Error(), "Protocol error: "))
+			return closeOr(c.fail(strings.TrimPrefix(err.Error(), "Protocol error: "))), true
 		}
 		if !complete {
-			if n := len(buf) - off; n >= assembleAt && buf[off] == '*' && c.refused == "" {
-				// A large request: the assembler takes in what is here
-				// and the rest as it arrives (serveBig).
-				c.asm.Start()
-				if _, _, msg := c.asm.Feed(buf[off:]); msg != "" {
-					c.asm.Reset()
-					return c.fail(msg)
-				}
-				c.wide, off, more = 0, len(buf), truncated
-				break
-			}
-			if truncated {
-				// A request larger than what is left of the window: the
-				// window takes it in until it is served.
-				c.wide, more = 2*(len(buf)-off)+peekWindow, true
-			}
-			break
+			return c.incomplete(in)
 		}
-		off = len(buf) - len(rest)
+		start := in.off
+		in.off = len(in.buf) - len(rest)
 		c.argsBuf = args[:0]
 		c.wide = 0 // the large request at the front, if any, is read
 		if len(args) > 0 && crossProtocol(args[0]) {
@@ -311,9 +394,9 @@ serving:
 				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
 				"id", c.id, "addr", c.gc.RemoteAddr().String())
 			c.out.B = c.out.B[:0] // nothing more reaches a browser either
-			return true
+			return passClose, true
 		}
-		served++
+		*served++
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
 		case c.tx.on:
@@ -325,46 +408,54 @@ serving:
 				// The loop has enough at the store: this connection
 				// waits, its input unread, until some is answered.
 				c.batcher.park(c)
-				off = start
-				break serving
+				in.off = start
+				return
 			}
 			c.runRaw, c.runFlat, c.runArgs = c.runRaw[:0], c.runFlat[:0], c.runArgs[:0]
 			c.keep(args)
-			off = c.extendRun(buf, off)
+			in.off = c.extendRun(in.buf, in.off)
 			c.toStore()
 		default:
 			c.dispatch(args)
 		}
-		if !c.st.atStore() && len(c.out.B) >= flushAt { // a busy connection's out is the store work's
-			c.flush()
-			if c.unread() {
-				return true
-			}
+		if c.flushFull() {
+			return passClose, true
 		}
 	}
-	if off > 0 { // Discard(0) would drop it all
-		_, _ = c.gc.Discard(off)
-		c.scanned -= off
-		c.refusedAt -= off
-	}
-	if c.st.atStore() {
-		return false // flushed when it went busy; out is not the loop's now
-	}
-	if more && c.st.serving() {
-		goto again
-	}
-	if c.refused != "" && c.st.serving() {
-		// Every request before the refused framing is answered.
-		if c.guard.PreAuth && c.authed {
-			// An AUTH among them lifted the limits that refused it: the
-			// rest is scanned again, from the request it begins with.
-			c.guard = resp.NewFramingGuard(c.limits)
-			c.refused, c.scanned = "", 0
-			goto again
+	return
+}
+
+// incomplete is answerRequests at a request that the window does not hold
+// whole: a large multibulk one is taken in by the assembler as it arrives
+// (serveBig); one past the window widens it.
+func (c *conn) incomplete(in *input) (next pass, stopped bool) {
+	rest := in.buf[in.off:]
+	if len(rest) >= assembleAt && rest[0] == '*' && c.refused == "" {
+		c.asm.Start()
+		if _, _, msg := c.asm.Feed(rest); msg != "" {
+			c.asm.Reset()
+			return closeOr(c.fail(msg)), true
 		}
-		return c.fail(c.refused)
+		c.wide, in.off, in.more = 0, len(in.buf), in.truncated
+		return
 	}
-	return c.endServe()
+	if in.truncated {
+		// A request larger than what is left of the window: the window
+		// takes it in until it is served.
+		c.wide, in.more = 2*len(rest)+peekWindow, true
+	}
+	return
+}
+
+// flushFull writes the replies once they are flushAt long, and reports
+// whether the connection is then to be closed for leaving them unread. A
+// connection at the store is left alone: its out is the store work's.
+func (c *conn) flushFull() (closeIt bool) {
+	if c.st.atStore() || len(c.out.B) < flushAt {
+		return false
+	}
+	c.flush()
+	return c.unread()
 }
 
 // endServe ends a serve that is not busy: it writes the replies and
@@ -393,11 +484,7 @@ const (
 func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 	if c.big == nil {
 		n, done, msg := c.asm.Feed(buf)
-		if n > 0 { // Discard(0) would drop it all
-			_, _ = c.gc.Discard(n)
-			c.scanned -= n
-			c.refusedAt -= n
-		}
+		c.discard(n)
 		if msg != "" {
 			c.asm.Reset()
 			return bigStopped, c.fail(msg)
@@ -454,11 +541,8 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 	default:
 		c.dispatch(args)
 	}
-	if !c.st.atStore() && len(c.out.B) >= flushAt {
-		c.flush()
-		if c.unread() {
-			return bigStopped, true
-		}
+	if c.flushFull() {
+		return bigStopped, true
 	}
 	return bigRan, false
 }
