@@ -312,7 +312,7 @@ func (c *conn) passLarge(in *input, served *int) pass {
 	switch {
 	case c.st.atStore():
 		return passLeave
-	case c.st.serving():
+	case c.st.answering():
 		return passAgain // what came after it
 	}
 	return passEnd
@@ -328,7 +328,7 @@ func (c *conn) passRequests(in *input, served *int) pass {
 	switch {
 	case c.st.atStore():
 		return passLeave // flushed when it went to the store; out is not the loop's now
-	case !c.st.serving(): // parked, or quitting
+	case !c.st.answering(): // parked, or it quits
 		return passEnd
 	case in.more:
 		return passAgain
@@ -367,7 +367,7 @@ func (c *conn) discard(n int) {
 // or a request is incomplete. stopped is set when the serve ends at once
 // (next): a protocol error, or a close.
 func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) {
-	for c.st.serving() {
+	for c.st.answering() {
 		if in.off == len(in.buf) {
 			in.more = in.truncated // the rest is past the window
 			return
@@ -466,7 +466,7 @@ func (c *conn) endServe() (closeIt bool) {
 	if c.unread() {
 		return true
 	}
-	return c.st.phase == quitting || c.srv.closing.Load()
+	return c.st.quit || c.srv.closing.Load()
 }
 
 // bigStep is where serveBig leaves a large request.
@@ -747,7 +747,7 @@ func (c *conn) yield() {
 // batcher has room, or once its run is back), unless the connection is not
 // to be served: closed, draining, or waiting on the store.
 func (c *conn) serveAgain() {
-	if !c.st.serving() {
+	if !c.st.idle() {
 		return
 	}
 	if c.serve() {

@@ -10,18 +10,22 @@ import "github.com/prepkey/prepkey/protocol/transport"
 //
 //	idle ──toStore──▶ atStore ──back──▶ idle
 //	idle ──park────▶ parked  ──unpark─▶ idle
-//	idle ──quit────▶ quitting            (the serve ends; the loop closes it)
 //	idle ──drain───▶ draining            (closed once its replies are written)
 //	any  ──close───▶ closed              (the loop's last event; nothing leaves it)
 //
-// Two things are apart from the phase, since they hold in any of them: a
-// serve scheduled after the other connections' turn (yielded), and whether
-// the loop reads the connection (reading). The run's count at the batcher
-// (inRun) is the atStore phase's, and is handed back by back.
+// Three things are apart from the phase, since they hold in more than one:
+// a serve scheduled after the other connections' turn (yielded), whether
+// the loop reads the connection (reading), and a QUIT answered (quit): the
+// serve that writes its reply has the connection closed, as Redis does. A
+// QUIT is answered idle, or at the store: CLIENT KILL of itself in an EXEC
+// block, which runs off the loop (transaction.go), where only quit, which
+// the loop does not read meanwhile, may be written. The run's count at the
+// batcher (inRun) is the atStore phase's, and is handed back by back.
 type connState struct {
 	phase   phase
 	inRun   int  // commands of the run at the store, counted by the batcher (atStore)
 	yielded bool // a serve is scheduled after other connections' turn (conn.yield)
+	quit    bool // closed once the replies so far are written
 	reading reading
 }
 
@@ -39,9 +43,6 @@ const (
 	// parked: it waits, its input unread, for the batcher to have room
 	// (batcher.park); batcher.landed serves it again.
 	parked
-	// quitting: it answered QUIT (or CLIENT KILL of itself); the serve
-	// writes the replies and has it closed, as Redis does.
-	quitting
 	// draining: it reads nothing more and is closed once its replies are
 	// written (conn.closeWhenWritten).
 	draining
@@ -101,8 +102,9 @@ func (s *connState) unpark() {
 	}
 }
 
-// quit has the serve close the connection once its replies are written.
-func (s *connState) quit() { s.phase = quitting }
+// quitNow has the serve close the connection once its replies are
+// written (QUIT, CLIENT KILL of itself).
+func (s *connState) quitNow() { s.quit = true }
 
 // drain has the connection read nothing more and close once written.
 func (s *connState) drain() { s.phase = draining }
@@ -123,9 +125,12 @@ func (s *connState) yield() bool {
 // yieldDone notes that the scheduled serve has come.
 func (s *connState) yieldDone() { s.yielded = false }
 
-// serving reports whether the connection is to be served: serve answers its
-// requests while it is.
-func (s *connState) serving() bool { return s.phase == idle }
+// idle reports whether the connection may be served: serveAgain serves it
+// only then (a serve after a QUIT answers nothing, and closes it).
+func (s *connState) idle() bool { return s.phase == idle }
+
+// answering reports whether serve goes on answering its requests.
+func (s *connState) answering() bool { return s.phase == idle && !s.quit }
 
 // atStore reports whether store work has the connection's out and run.
 func (s *connState) atStore() bool { return s.phase == atStore }
