@@ -451,9 +451,12 @@ func (c *conn) incomplete(in *input) (next pass, stopped bool) {
 // whether the connection is then to be closed for leaving them unread. A
 // connection at the store is left alone: its out is the store work's.
 func (c *conn) flushFull() (closeIt bool) {
-	if c.st.atStore() || len(c.out.B) < flushAt {
-		return false
-	}
+	return !c.st.atStore() && len(c.out.B) >= flushAt && c.flushUnread()
+}
+
+// flushUnread writes the replies and reports whether the connection is to
+// be closed for leaving them unread.
+func (c *conn) flushUnread() bool {
 	c.flush()
 	return c.unread()
 }
