@@ -17,7 +17,7 @@ import (
 )
 
 // conn is one client connection. It lives on its event loop: every field is
-// touched only there. While the connection is busy, out and runArgs belong
+// touched only there. While the connection is at the store (st), out and runArgs belong
 // to the store work under way (the batcher's, or a goroutine's: offload).
 type conn struct {
 	srv     *Server
@@ -461,7 +461,7 @@ func (c *conn) flushUnread() bool {
 	return c.unread()
 }
 
-// endServe ends a serve that is not busy: it writes the replies and
+// endServe ends a serve that left nothing at the store: it writes the replies and
 // reports whether the connection is to be closed.
 func (c *conn) endServe() (closeIt bool) {
 	c.flush()
@@ -530,7 +530,7 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 		// Even a store that answers from memory takes a while over
 		// megabytes of arguments (memory: copies 64 MiB of values for a
 		// PK.MPREPARE of 64 x 1 MiB): off the loop, so that other clients
-		// do not wait on it. The connection is busy meanwhile, so its
+		// do not wait on it. The connection is at the store meanwhile, so its
 		// replies keep their order.
 		c.answered++
 		idx, began := c.statIndex(args[0]), c.began
@@ -695,7 +695,7 @@ func (c *conn) toStore() {
 
 // offload runs work that may wait on the backend on a goroutine, so that
 // the loop goes on serving other connections, then resumes the connection
-// on its loop. work may write replies to out: the loop leaves a busy
+// on its loop. work may write replies to out: the loop leaves a connection at the store
 // connection alone.
 func (c *conn) offload(work func()) {
 	c.goBusy(0)
