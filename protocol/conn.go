@@ -17,8 +17,9 @@ import (
 )
 
 // conn is one client connection. It lives on its event loop: every field is
-// touched only there. While the connection is at the store (st), out and runArgs belong
-// to the store work under way (the batcher's, or a goroutine's: offload).
+// touched only there. While the connection is at the store (st), out and
+// runArgs belong to the store work under way (the batcher's, or a
+// goroutine's: offload).
 type conn struct {
 	srv     *Server
 	gc      transport.IO   // gnet's Conn, or the portable transport's (package transport)
@@ -695,8 +696,8 @@ func (c *conn) toStore() {
 
 // offload runs work that may wait on the backend on a goroutine, so that
 // the loop goes on serving other connections, then resumes the connection
-// on its loop. work may write replies to out: the loop leaves a connection at the store
-// connection alone.
+// on its loop. work may write replies to out: the loop leaves a connection
+// at the store alone.
 func (c *conn) offload(work func()) {
 	c.goBusy(0)
 	go func() {
