@@ -107,8 +107,7 @@ func (b *batcher) full() bool { return b.queued >= maxLoopCmds }
 
 // park has c wait, its input unread, until runs under way are answered.
 func (b *batcher) park(c *conn) {
-	if !c.parked {
-		c.parked = true
+	if c.st.park() {
 		b.parked = append(b.parked, c)
 	}
 }
@@ -121,7 +120,7 @@ func (b *batcher) landed(n int) {
 		c := b.parked[0]
 		b.parked[0] = nil
 		b.parked = b.parked[1:]
-		c.parked = false
+		c.st.unpark()
 		c.serveAgain()
 	}
 	if len(b.parked) == 0 {

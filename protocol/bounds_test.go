@@ -85,7 +85,7 @@ func TestReadPause(t *testing.T) {
 	srv.mu.Unlock()
 	can := make(chan bool, 1)
 	_ = conn.handle.Later(func() {
-		ok := conn.canPause && transport.SetReading(conn.epfd, conn.gc, false) == nil && transport.SetReading(conn.epfd, conn.gc, true) == nil
+		ok := conn.st.reading != readAlways && transport.SetReading(conn.epfd, conn.gc, false) == nil && transport.SetReading(conn.epfd, conn.gc, true) == nil
 		can <- ok
 	})
 	require.True(t, <-can, "the loop cannot stop reading a connection")

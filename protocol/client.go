@@ -247,7 +247,7 @@ func (c *conn) clientKill(args [][]byte) {
 		}
 		killed++
 		if o.conn == c {
-			c.quit = true // after this reply, as Redis
+			c.st.quitNow() // after this reply, as Redis
 			continue
 		}
 		o.h.Close()

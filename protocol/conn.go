@@ -17,8 +17,9 @@ import (
 )
 
 // conn is one client connection. It lives on its event loop: every field is
-// touched only there. While the connection is busy, out and runArgs belong
-// to the store work under way (the batcher's, or a goroutine's: offload).
+// touched only there. While the connection is at the store (st), out and
+// runArgs belong to the store work under way (the batcher's, or a
+// goroutine's: offload).
 type conn struct {
 	srv     *Server
 	gc      transport.IO   // gnet's Conn, or the portable transport's (package transport)
@@ -31,8 +32,8 @@ type conn struct {
 	authed  bool
 	name    string
 	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
-	quit    bool
-	tx      tx // between MULTI and EXEC (transaction.go)
+	st      connState // its phase and whether it is read (conn_state.go)
+	tx      tx        // between MULTI and EXEC (transaction.go)
 
 	active time.Time // when the client last sent something (IdleTimeout)
 
@@ -52,25 +53,13 @@ type conn struct {
 	created     int64        // Unix seconds
 	lastInput   atomic.Int64 // Unix seconds of the last input
 
-	// busy is set while a run of this connection is with the store; input
-	// waits in gnet's buffer, unparsed, until its replies are written, so
-	// replies keep the order of requests.
-	busy    bool
-	inRun   int  // commands of the run at the store, counted by the batcher
-	parked  bool // waiting for the batcher to have room (batcher.park)
-	yielded bool // a serve is scheduled after other connections' turn
-	wide    int  // a window that takes in the large request at the front
-	epfd    int  // the loop's epoll descriptor, when canPause
-	// canPause is set where the loop can stop reading the connection
-	// (transport/pause_linux.go); paused while it does.
-	canPause, paused bool
-	draining         bool       // closed once its replies are written (closeWhenWritten)
-	closed           bool       // closed by the loop; late results are dropped
-	argsBuf          [][]byte   // reused by the parser
-	runRaw           []byte     // the arguments of the run at the store, copied out of gnet's buffer
-	runFlat          [][]byte   // those arguments, one after the other
-	runArgs          [][][]byte // the run's commands, each a slice of runFlat
-	bigRun           bool       // the run is an assembled request (runBig): let it go when answered
+	wide    int        // a window that takes in the large request at the front
+	epfd    int        // the loop's epoll descriptor, where it can stop reading (st.reading)
+	argsBuf [][]byte   // reused by the parser
+	runRaw  []byte     // the arguments of the run at the store, copied out of gnet's buffer
+	runFlat [][]byte   // those arguments, one after the other
+	runArgs [][][]byte // the run's commands, each a slice of runFlat
+	bigRun  bool       // the run is an assembled request (runBig): let it go when answered
 
 	// asm takes in a large request as it arrives, out of gnet's buffer
 	// (assembleAt); big is such a request, complete, parked until the
@@ -179,7 +168,7 @@ func (c *conn) Traffic() (closeIt bool) { return c.traffic() }
 // Closed is the connection's last event: late results for it are dropped;
 // the server forgets it.
 func (c *conn) Closed() {
-	c.closed = true
+	c.st.close()
 	c.endTx() // a transaction left open releases what it queued
 	c.srv.forget(c)
 }
@@ -188,7 +177,7 @@ func (c *conn) Closed() {
 // connection: it has pauseAt of input waiting behind commands being
 // answered, as flow stops epoll from reading it on gnet's loops.
 func (c *conn) Holding(inbound int) bool {
-	return (c.busy || c.parked || c.yielded) && inbound >= pauseAt
+	return c.st.behind() && inbound >= pauseAt
 }
 
 // traffic is the loop's turn on the connection: input has arrived, or it
@@ -196,15 +185,13 @@ func (c *conn) Holding(inbound int) bool {
 func (c *conn) traffic() (closeIt bool) {
 	c.active = time.Now()
 	c.lastInput.Store(c.active.Unix())
-	c.paused = false // it is read: gnet turns reading on when it drains output
-	if c.draining {  // its input is no longer read (closeWhenWritten)
+	c.readByGnet()
+	if c.st.phase == draining { // its input is no longer read (closeWhenWritten)
 		_, _ = c.gc.Discard(c.gc.InboundBuffered())
-		if c.canPause && transport.SetReading(c.epfd, c.gc, false) == nil {
-			c.paused = true
-		}
+		c.stopReading()
 		return false
 	}
-	if c.busy || c.parked {
+	if c.st.waitsOnStore() {
 		// Input waits in the input buffer until the run is back, or the
 		// loop has room for it: up to pauseAt, where flow stops reading
 		// it. Where it cannot, the inbound limit bounds it.
@@ -230,21 +217,68 @@ func (c *conn) traffic() (closeIt bool) {
 func (c *conn) serve() (closeIt bool) { return c.serveAt(time.Now()) }
 
 // serveAt is serve of input that was there at began (traffic's reading of
-// the clock serves for the latencies too).
+// the clock serves for the latencies too). Each pass looks at a window of
+// the input and answers what it holds, or takes in the large request being
+// assembled; a pass ends the serve, or has the input looked at again.
 func (c *conn) serveAt(began time.Time) (closeIt bool) {
 	c.began = began
 	// What it answered is counted on every way out, a close included (a
 	// way out that wrote the replies has counted them already).
 	defer c.flushNotes()
-	served := 0
-again:
-	// It looks at a window of the input: gnet copies what it peeks when
-	// the input is split (its ring buffer wraps, or a read is appended),
-	// and a deep pipeline's megabytes were copied at every run.
+	served := 0 // commands answered, against maxServe
+	for {
+		in := c.window()
+		var next pass
+		if c.asm.On() || c.big != nil {
+			next = c.passLarge(&in, &served)
+		} else {
+			next = c.passRequests(&in, &served)
+		}
+		switch next {
+		case passEnd:
+			return c.endServe()
+		case passLeave:
+			return false
+		case passClose:
+			return true
+		}
+	}
+}
+
+// pass is how one pass of serveAt over the input ends.
+type pass uint8
+
+const (
+	passAgain pass = iota // look at the input again: more is past the window, or the limits changed
+	passEnd               // the serve ends: its replies are written (endServe)
+	passLeave             // the serve ends as it is: a run went to the store (out is its), or it drains
+	passClose             // the serve ends, and the connection is closed
+)
+
+// closeOr is the pass that ends a serve with closeIt (fail's answer).
+func closeOr(closeIt bool) pass {
+	if closeIt {
+		return passClose
+	}
+	return passLeave
+}
+
+// input is the window of the connection's input that one pass looks at.
+type input struct {
+	buf       []byte
+	truncated bool // the input goes on past buf
+	off       int  // how much of buf is answered (or taken in): discarded after the pass
+	more      bool // the pass ended at the window's end: the rest is to be looked at
+}
+
+// window is the input a pass looks at, scanned by the framing guard and
+// cut at a refusal. It is a window of the input: gnet copies what it peeks
+// when the input is split (its ring buffer wraps, or a read is appended),
+// and a deep pipeline's megabytes were copied at every run.
+func (c *conn) window() input {
 	total := c.gc.InboundBuffered()
-	window := max(peekWindow, c.wide)
-	buf, _ := c.gc.Peek(min(total, window))
-	truncated := len(buf) < total
+	buf, _ := c.gc.Peek(min(total, max(peekWindow, c.wide)))
+	in := input{buf: buf, truncated: len(buf) < total}
 	if c.refused == "" && c.scanned < len(buf) {
 		// Framing limits are checked on bytes as they arrive, before any
 		// request is parsed. The complete requests before a refusal are
@@ -256,68 +290,104 @@ again:
 	}
 	if c.refused != "" && c.refusedAt <= len(buf) {
 		// (a refusal found in a wider window is further on)
-		buf, truncated = buf[:c.refusedAt], false
+		in.buf, in.truncated = buf[:c.refusedAt], false
 	}
-	if c.asm.On() || c.big != nil {
-		// A large request is being taken in, or waits for the batcher.
-		switch step, closeIt := c.serveBig(buf); step {
-		case bigStopped:
-			return closeIt
-		case bigMore:
-			if truncated {
-				goto again // the rest of the window's input is its too
-			}
-			return c.endServe()
-		case bigParked:
-			return c.endServe()
+	return in
+}
+
+// passLarge goes on with the large request being taken in (serveBig).
+func (c *conn) passLarge(in *input, served *int) pass {
+	step, closeIt := c.serveBig(in.buf)
+	switch step {
+	case bigStopped:
+		return closeOr(closeIt)
+	case bigMore:
+		if in.truncated {
+			return passAgain // the rest of the window's input is its too
 		}
-		served++
-		if c.busy {
-			return false
-		}
-		if !c.quit {
-			goto again // what came after it
-		}
-		return c.endServe()
+		return passEnd
+	case bigParked:
+		return passEnd
 	}
-	off, more := 0, false
-serving:
-	for !c.busy && !c.quit {
-		if off == len(buf) {
-			more = truncated // the rest is past the window
-			break
+	*served++
+	switch {
+	case c.st.atStore():
+		return passLeave
+	case c.st.answering():
+		return passAgain // what came after it
+	}
+	return passEnd
+}
+
+// passRequests answers the requests in the window, then discards them from
+// gnet's buffer.
+func (c *conn) passRequests(in *input, served *int) pass {
+	if next, stopped := c.answerRequests(in, served); stopped {
+		return next // the input is left as it is: the connection closes, or drains
+	}
+	c.discard(in.off)
+	switch {
+	case c.st.atStore():
+		return passLeave // flushed when it went to the store; out is not the loop's now
+	case !c.st.answering(): // parked, or it quits
+		return passEnd
+	case in.more:
+		return passAgain
+	case c.refused != "":
+		return c.passRefused()
+	}
+	return passEnd
+}
+
+// passRefused ends the serve at the guard's refusal, once every request
+// before the refused framing is answered.
+func (c *conn) passRefused() pass {
+	if c.guard.PreAuth && c.authed {
+		// An AUTH among them lifted the limits that refused it: the rest
+		// is scanned again, from the request it begins with.
+		c.guard = resp.NewFramingGuard(c.limits)
+		c.refused, c.scanned = "", 0
+		return passAgain
+	}
+	return closeOr(c.fail(c.refused))
+}
+
+// discard drops n bytes of answered input from gnet's buffer.
+func (c *conn) discard(n int) {
+	if n == 0 {
+		return // Discard(0) would drop it all
+	}
+	_, _ = c.gc.Discard(n)
+	c.scanned -= n
+	c.refusedAt -= n
+}
+
+// answerRequests answers the complete requests in the window, in order,
+// while the connection is served: until the window's end, a run goes to
+// the store, the connection parks, quits or has had its turn (maxServe),
+// or a request is incomplete. stopped is set when the serve ends at once
+// (next): a protocol error, or a close.
+func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) {
+	for c.st.answering() {
+		if in.off == len(in.buf) {
+			in.more = in.truncated // the rest is past the window
+			return
 		}
-		if served >= maxServe && c.authed {
+		if *served >= maxServe && c.authed {
 			// Others' turn: the rest is served once the loop has gone
 			// round the connections that are ready.
 			c.yield()
-			break
+			return
 		}
-		start := off
-		complete, args, rest, err := resp.ReadCommand(buf[off:], c.argsBuf)
+		complete, args, rest, err := resp.ReadCommand(in.buf[in.off:], c.argsBuf)
 		if err != nil {
-			return c.fail(strings.TrimPrefix(err.Error(), "Protocol error: "))
+			return closeOr(c.fail(strings.TrimPrefix(err.Error(), "Protocol error: "))), true
 		}
 		if !complete {
-			if n := len(buf) - off; n >= assembleAt && buf[off] == '*' && c.refused == "" {
-				// A large request: the assembler takes in what is here
-				// and the rest as it arrives (serveBig).
-				c.asm.Start()
-				if _, _, msg := c.asm.Feed(buf[off:]); msg != "" {
-					c.asm.Reset()
-					return c.fail(msg)
-				}
-				c.wide, off, more = 0, len(buf), truncated
-				break
-			}
-			if truncated {
-				// A request larger than what is left of the window: the
-				// window takes it in until it is served.
-				c.wide, more = 2*(len(buf)-off)+peekWindow, true
-			}
-			break
+			return c.incomplete(in)
 		}
-		off = len(buf) - len(rest)
+		start := in.off
+		in.off = len(in.buf) - len(rest)
 		c.argsBuf = args[:0]
 		c.wide = 0 // the large request at the front, if any, is read
 		if len(args) > 0 && crossProtocol(args[0]) {
@@ -325,9 +395,9 @@ serving:
 				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
 				"id", c.id, "addr", c.gc.RemoteAddr().String())
 			c.out.B = c.out.B[:0] // nothing more reaches a browser either
-			return true
+			return passClose, true
 		}
-		served++
+		*served++
 		switch {
 		case len(args) == 0: // an empty line or *0: nothing to answer
 		case c.tx.on:
@@ -339,49 +409,60 @@ serving:
 				// The loop has enough at the store: this connection
 				// waits, its input unread, until some is answered.
 				c.batcher.park(c)
-				off = start
-				break serving
+				in.off = start
+				return
 			}
 			c.runRaw, c.runFlat, c.runArgs = c.runRaw[:0], c.runFlat[:0], c.runArgs[:0]
 			c.keep(args)
-			off = c.extendRun(buf, off)
+			in.off = c.extendRun(in.buf, in.off)
 			c.toStore()
 		default:
 			c.dispatch(args)
 		}
-		if !c.busy && len(c.out.B) >= flushAt { // a busy connection's out is the store work's
-			c.flush()
-			if c.unread() {
-				return true
-			}
+		if c.flushFull() {
+			return passClose, true
 		}
 	}
-	if off > 0 { // Discard(0) would drop it all
-		_, _ = c.gc.Discard(off)
-		c.scanned -= off
-		c.refusedAt -= off
-	}
-	if c.busy {
-		return false // flushed when it went busy; out is not the loop's now
-	}
-	if more && !c.quit && !c.parked {
-		goto again
-	}
-	if c.refused != "" && !c.quit && !c.parked {
-		// Every request before the refused framing is answered.
-		if c.guard.PreAuth && c.authed {
-			// An AUTH among them lifted the limits that refused it: the
-			// rest is scanned again, from the request it begins with.
-			c.guard = resp.NewFramingGuard(c.limits)
-			c.refused, c.scanned = "", 0
-			goto again
-		}
-		return c.fail(c.refused)
-	}
-	return c.endServe()
+	return
 }
 
-// endServe ends a serve that is not busy: it writes the replies and
+// incomplete is answerRequests at a request that the window does not hold
+// whole: a large multibulk one is taken in by the assembler as it arrives
+// (serveBig); one past the window widens it.
+func (c *conn) incomplete(in *input) (next pass, stopped bool) {
+	rest := in.buf[in.off:]
+	if len(rest) >= assembleAt && rest[0] == '*' && c.refused == "" {
+		c.asm.Start()
+		if _, _, msg := c.asm.Feed(rest); msg != "" {
+			c.asm.Reset()
+			return closeOr(c.fail(msg)), true
+		}
+		c.wide, in.off, in.more = 0, len(in.buf), in.truncated
+		return
+	}
+	if in.truncated {
+		// A request larger than what is left of the window: the window
+		// takes it in until it is served.
+		c.wide, in.more = 2*len(rest)+peekWindow, true
+	}
+	return
+}
+
+// flushFull writes the replies once they are flushAt long, and reports
+// whether the connection is then to be closed for leaving them unread. A
+// connection at the store is left alone: its out is the store work's.
+func (c *conn) flushFull() (closeIt bool) {
+	return !c.st.atStore() && len(c.out.B) >= flushAt && c.flushUnread()
+}
+
+// flushUnread writes the replies and reports whether the connection is to
+// be closed for leaving them unread.
+func (c *conn) flushUnread() bool {
+	c.flush()
+	return c.unread()
+}
+
+// endServe ends a serve that left nothing at the store: it writes the replies and
 // reports whether the connection is to be closed.
 func (c *conn) endServe() (closeIt bool) {
 	c.flush()
@@ -389,7 +470,7 @@ func (c *conn) endServe() (closeIt bool) {
 	if c.unread() {
 		return true
 	}
-	return c.quit || c.srv.closing.Load()
+	return c.st.quit || c.srv.closing.Load()
 }
 
 // bigStep is where serveBig leaves a large request.
@@ -407,11 +488,7 @@ const (
 func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 	if c.big == nil {
 		n, done, msg := c.asm.Feed(buf)
-		if n > 0 { // Discard(0) would drop it all
-			_, _ = c.gc.Discard(n)
-			c.scanned -= n
-			c.refusedAt -= n
-		}
+		c.discard(n)
 		if msg != "" {
 			c.asm.Reset()
 			return bigStopped, c.fail(msg)
@@ -454,7 +531,7 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 		// Even a store that answers from memory takes a while over
 		// megabytes of arguments (memory: copies 64 MiB of values for a
 		// PK.MPREPARE of 64 x 1 MiB): off the loop, so that other clients
-		// do not wait on it. The connection is busy meanwhile, so its
+		// do not wait on it. The connection is at the store meanwhile, so its
 		// replies keep their order.
 		c.answered++
 		idx, began := c.statIndex(args[0]), c.began
@@ -468,11 +545,8 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 	default:
 		c.dispatch(args)
 	}
-	if !c.busy && len(c.out.B) >= flushAt {
-		c.flush()
-		if c.unread() {
-			return bigStopped, true
-		}
+	if c.flushFull() {
+		return bigStopped, true
 	}
 	return bigRan, false
 }
@@ -526,10 +600,8 @@ func (c *conn) fail(msg string) bool {
 // closeWhenWritten reads nothing more from the connection and closes it
 // once its pending replies are written, or after drainFor.
 func (c *conn) closeWhenWritten() {
-	c.draining = true
-	if c.canPause && transport.SetReading(c.epfd, c.gc, false) == nil {
-		c.paused = true
-	}
+	c.st.drain()
+	c.stopReading()
 	deadline := time.Now().Add(drainFor)
 	go func() {
 		t := time.NewTicker(5 * time.Millisecond)
@@ -538,7 +610,7 @@ func (c *conn) closeWhenWritten() {
 		for range t.C {
 			err := c.loop.Later(func() {
 				switch {
-				case c.closed:
+				case c.st.phase == closed:
 					done <- true
 				case c.gc.OutboundBuffered() == 0 || time.Now().After(deadline):
 					c.loop.CloseConn(c.gc)
@@ -613,33 +685,34 @@ func (c *conn) keep(args [][]byte) {
 // not batch, as a job of its own.
 func (c *conn) toStore() {
 	c.srv.processed.Add(int64(len(c.runArgs)))
-	c.goBusy()
 	if c.batcher != nil {
-		c.inRun = len(c.runArgs)
+		c.goBusy(len(c.runArgs))
 		c.batcher.submit(c)
 		return
 	}
+	c.goBusy(0)
 	startJob(c.srv, c.loop, []*conn{c}, nil, false)
 }
 
 // offload runs work that may wait on the backend on a goroutine, so that
 // the loop goes on serving other connections, then resumes the connection
-// on its loop. work may write replies to out: the loop leaves a busy
-// connection alone.
+// on its loop. work may write replies to out: the loop leaves a connection
+// at the store alone.
 func (c *conn) offload(work func()) {
-	c.goBusy()
+	c.goBusy(0)
 	go func() {
 		work()
 		c.resumeLater()
 	}()
 }
 
-// goBusy hands the connection to store work: the replies so far are
-// written first, since out then belongs to that work until resume.
-func (c *conn) goBusy() {
+// goBusy hands the connection to store work, inRun commands of it at the
+// batcher: the replies so far are written first, since out then belongs to
+// that work until resume.
+func (c *conn) goBusy(inRun int) {
 	c.flush()
 	c.flushNotes()
-	c.busy = true
+	c.st.toStore(inRun)
 }
 
 // resumeLater asks the connection's loop to resume it; called off the loop
@@ -651,68 +724,34 @@ func (c *conn) resumeLater() {
 
 // resume goes on serving the connection once its store work is done.
 func (c *conn) resume() {
-	c.busy = false
-	if c.inRun > 0 {
-		n := c.inRun
-		c.inRun = 0
+	if n := c.st.back(); n > 0 {
 		c.batcher.landed(n) // may serve parked connections first
 	}
 	if cap(c.runRaw) > 1<<20 || c.bigRun {
 		// do not pin a burst's copy for the connection's life
 		c.runRaw, c.runFlat, c.runArgs, c.bigRun = nil, nil, nil, false
 	}
-	if c.closed || c.draining {
-		return
-	}
-	if c.serve() {
-		c.loop.CloseConn(c.gc)
-		return
-	}
-	c.flow()
-}
-
-// flow stops reading the connection while it has pauseAt of input waiting
-// behind commands being answered (a run at the store, a park, a yield), and
-// reads it again once that input is served. So a deep pipeline waits in the
-// client's socket, not in the sidecar, and the sidecar's memory is bounded
-// by the runs under way, not by the pipeline.
-func (c *conn) flow() {
-	if !c.canPause || c.closed {
-		return
-	}
-	waiting := c.busy || c.parked || c.yielded
-	read := !waiting || c.gc.InboundBuffered() < pauseAt
-	if read != c.paused {
-		return // already as wanted
-	}
-	if err := transport.SetReading(c.epfd, c.gc, read); err != nil {
-		c.srv.cfg.Logger.Warn("cannot stop or resume reading a client; its input is bounded by closing it", "id", c.id, "err", err)
-		c.canPause = false
-		if !read {
-			return
-		}
-	}
-	c.paused = !read
+	c.serveAgain()
 }
 
 // yield has the loop serve the connection again after the others that are
 // ready: gnet runs tasks after each round of I/O events.
 func (c *conn) yield() {
-	if c.yielded {
+	if !c.st.yield() {
 		return
 	}
-	c.yielded = true
 	_ = c.loop.Later(func() {
-		c.yielded = false
+		c.st.yieldDone()
 		c.serveAgain()
 	})
 	// An error means the loops are stopping; they close the connection.
 }
 
-// serveAgain serves input already received (after a yield, or once the
-// batcher has room), unless the connection is closed or waits on a run.
+// serveAgain serves input already received (after a yield, once the
+// batcher has room, or once its run is back), unless the connection is not
+// to be served: closed, draining, or waiting on the store.
 func (c *conn) serveAgain() {
-	if c.closed || c.busy || c.parked || c.draining {
+	if !c.st.idle() {
 		return
 	}
 	if c.serve() {

@@ -128,7 +128,7 @@ func (c *conn) echo(args [][]byte) { c.out.Bulk(args[1]) }
 
 func (c *conn) quitCmd([][]byte) {
 	c.out.Simple("OK")
-	c.quit = true
+	c.st.quitNow()
 }
 
 func (c *conn) selectDB(args [][]byte) {

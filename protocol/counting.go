@@ -53,7 +53,7 @@ type pendingNote struct {
 // are written (see flushNotes). A command that went off the loop is
 // counted where its work ends.
 func (c *conn) note(name []byte, at int, errs uint32) {
-	if c.busy || at >= len(c.out.B) {
+	if c.st.atStore() || at >= len(c.out.B) {
 		return
 	}
 	// outcomeSince, written out: one call on the way of every command
@@ -144,7 +144,7 @@ func newRunID() string {
 // counted as such; a command answered +QUEUED is counted when EXEC runs it
 // (recordBlock), as Redis counts it.
 func (c *conn) noteQueued(name []byte, at int, errs uint32) {
-	if c.busy || at >= len(c.out.B) || bytes.HasPrefix(c.out.B[at:], []byte("+QUEUED\r\n")) {
+	if c.st.atStore() || at >= len(c.out.B) || bytes.HasPrefix(c.out.B[at:], []byte("+QUEUED\r\n")) {
 		return
 	}
 	c.note(name, at, errs)

@@ -34,7 +34,9 @@ func (s *Server) startLoops() (transport.Loops, error) {
 // OnOpen starts serving a client's connection on its loop.
 func (c *conn) OnOpen(gc gnet.Conn) gnet.Action {
 	c.open(gc, transport.GnetLoop{EventLoop: gc.EventLoop()}, transport.NewGnetHandle(gc), gc.Fd())
-	c.epfd, c.canPause = transport.PollerFD(gc)
+	epfd, can := transport.PollerFD(gc)
+	c.epfd = epfd
+	c.st.pausable(can)
 	c.batcher = c.srv.batcherFor(c.loop)
 	c.stats = c.srv.stats.ForLoop(c.loop)
 	if c.srv.closing.Load() {

@@ -362,7 +362,7 @@ func (s *Server) closeIdle() {
 		for _, i := range list {
 			c := i.c
 			_ = i.h.Later(func() {
-				if !c.closed && !c.busy && time.Since(c.active) > s.cfg.IdleTimeout {
+				if c.st.idleCloseable() && time.Since(c.active) > s.cfg.IdleTimeout {
 					s.cfg.Logger.Debug("closing an idle client", "id", c.id, "timeout", s.cfg.IdleTimeout)
 					c.loop.CloseConn(c.gc)
 				}

@@ -285,3 +285,26 @@ func TestTransactionRESP3(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "_\r\n", last)
 }
+
+// TestTransactionKillsItself: CLIENT KILL of the connection itself inside
+// MULTI runs in EXEC, off the loop while the connection is at the store;
+// as in Redis, EXEC's reply is written and the connection is then closed,
+// nothing after it answered.
+func TestTransactionKillsItself(t *testing.T) {
+	for _, inline := range []bool{true, false} {
+		addr := serve(t, Config{}, &echoHandler{inline: inline})
+		nc, rd := dialRd(t, addr)
+		_, err := io.WriteString(nc, req("CLIENT", "ID"))
+		require.NoError(t, err)
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		idReply, err := readReply(rd)
+		require.NoError(t, err)
+		id := strings.TrimSuffix(strings.TrimPrefix(idReply, ":"), "\r\n")
+		exchange(t, nc, rd, req("MULTI")+req("CLIENT", "KILL", "ID", id, "SKIPME", "no")+req("EXEC")+req("PING"),
+			"+OK\r\n+QUEUED\r\n*1\r\n:1\r\n")
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		rest, err := io.ReadAll(rd)
+		require.NoError(t, err, "the connection is closed after EXEC's reply")
+		require.Empty(t, string(rest), "nothing after EXEC is answered")
+	}
+}
