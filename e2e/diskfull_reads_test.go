@@ -45,18 +45,7 @@ func TestDiskFullReadsGoOn(t *testing.T) {
 
 	fill(t, filepath.Join(mnt, "other"), -1) // to the last byte
 	value := strings.Repeat("v", 1000)
-	var acked []string
-	var refused string
-	for i := 0; i < 3000 && refused == ""; i++ {
-		key := fmt.Sprintf("k%d", i)
-		r.send(resp("PK.PREPARE", "ns", key, value))
-		switch got := r.line(); got {
-		case ":1\r\n":
-			acked = append(acked, key)
-		default:
-			refused = got
-		}
-	}
+	acked, refused := prepareUntilRefused(r, value)
 	full := "-UNAVAILABLE disk full: a write found no space on " + data + "; writes resume once space is freed\r\n"
 	// The write that met ENOSPC waits in pebble for space: it is neither
 	// acknowledged nor undone, and its command gets the timeout.

@@ -46,6 +46,23 @@ func fill(t *testing.T, path string, n int) {
 	}
 }
 
+// prepareUntilRefused sends PK.PREPAREs of k0, k1, … with value, one at a
+// time, until one is answered other than :1 (at most 3000); it returns the
+// keys acknowledged and that reply ("" if none was refused).
+func prepareUntilRefused(r *raw, value string) (acked []string, refused string) {
+	for i := 0; i < 3000 && refused == ""; i++ {
+		key := fmt.Sprintf("k%d", i)
+		r.send(resp("PK.PREPARE", "ns", key, value))
+		switch got := r.line(); got {
+		case ":1\r\n":
+			acked = append(acked, key)
+		default:
+			refused = got
+		}
+	}
+	return acked, refused
+}
+
 // line reads one reply line.
 func (r *raw) line() string {
 	r.t.Helper()
@@ -84,18 +101,7 @@ func TestDiskFull(t *testing.T) {
 
 	r := s.raw(t)
 	value := strings.Repeat("v", 1000)
-	var acked []string
-	var refused string
-	for i := 0; i < 3000 && refused == ""; i++ {
-		key := fmt.Sprintf("k%d", i)
-		r.send(resp("PK.PREPARE", "ns", key, value))
-		switch got := r.line(); got {
-		case ":1\r\n":
-			acked = append(acked, key)
-		default:
-			refused = got
-		}
-	}
+	acked, refused := prepareUntilRefused(r, value)
 	require.True(t, strings.HasPrefix(refused, "-UNAVAILABLE disk full: "), "%q after %d writes", refused, len(acked))
 	require.Contains(t, refused, "below the reserve of 256.0 KiB (--min-free-disk)")
 	require.Greater(t, len(acked), 100)
@@ -171,18 +177,7 @@ func TestDiskFullWithoutReserve(t *testing.T) {
 
 	r := s.raw(t)
 	value := strings.Repeat("v", 1000)
-	var acked []string
-	var refused string
-	for i := 0; i < 3000 && refused == ""; i++ {
-		key := fmt.Sprintf("k%d", i)
-		r.send(resp("PK.PREPARE", "ns", key, value))
-		switch got := r.line(); got {
-		case ":1\r\n":
-			acked = append(acked, key)
-		default:
-			refused = got
-		}
-	}
+	acked, refused := prepareUntilRefused(r, value)
 	// The write that meets ENOSPC waits for space and its command gets
 	// the timeout; when a background write of pebble's (a flush) met it
 	// first, the store knows the disk is full and refuses at once.

@@ -160,15 +160,15 @@ func testRaceMPrepare(t *testing.T, e *env) {
 		// Own keys sort before and after the shared one, so that composed
 		// stores reserve one before the shared key and one after.
 		own := [2]string{fmt.Sprintf("a-%d", r), fmt.Sprintf("z-%d", r)}
-		winners := race(t, 2, func(i int) (bool, error) {
+		winners := Race(t, 2, func(i int) (bool, error) {
 			return e.h.Store.MPrepare(e.ctx, []backend.Entry{
-				entry(ns, own[i], racerValue(i)), entry("ns2", shared, racerValue(i)),
+				entry(ns, own[i], RacerValue(i)), entry("ns2", shared, RacerValue(i)),
 			}, backend.Expiry{})
 		})
 		require.Len(t, winners, 1, "round %d", r)
 		w := winners[0]
-		e.requireRecord(ns, own[w], racerValue(w), ttlWant{}, true)
-		e.requireRecord("ns2", shared, racerValue(w), ttlWant{}, true)
+		e.requireRecord(ns, own[w], RacerValue(w), ttlWant{}, true)
+		e.requireRecord("ns2", shared, RacerValue(w), ttlWant{}, true)
 		e.requireAbsent(ns, own[1-w])
 	}
 }

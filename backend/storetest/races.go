@@ -13,10 +13,10 @@ import (
 // racers is how many goroutines race for one record.
 const racers = 64
 
-// race runs f(0..n-1) on n goroutines released together, and returns the
+// Race runs f(0..n-1) on n goroutines released together, and returns the
 // indexes for which f answered true. Any error fails the test: a store
 // error is never a lost race.
-func race(t *testing.T, n int, f func(i int) (bool, error)) []int {
+func Race(t *testing.T, n int, f func(i int) (bool, error)) []int {
 	t.Helper()
 	var (
 		ready, done sync.WaitGroup
@@ -47,17 +47,18 @@ func race(t *testing.T, n int, f func(i int) (bool, error)) []int {
 	return winners
 }
 
-func racerValue(i int) string { return fmt.Sprintf("racer-%02d", i) }
+// RacerValue is racer i's value, so a record names the race's winner.
+func RacerValue(i int) string { return fmt.Sprintf("racer-%02d", i) }
 
 // testRacePrepareAbsent: of 64 PREPAREs of one absent key, exactly one
 // reserves it, and the record holds the winner's value.
 func testRacePrepareAbsent(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore, tableRetention)
-	winners := race(t, racers, func(i int) (bool, error) {
-		return e.h.Store.Prepare(e.ctx, ns, []byte("k"), []byte(racerValue(i)), backend.Expiry{})
+	winners := Race(t, racers, func(i int) (bool, error) {
+		return e.h.Store.Prepare(e.ctx, ns, []byte("k"), []byte(RacerValue(i)), backend.Expiry{})
 	})
 	require.Len(t, winners, 1, "PREPARE winners")
-	e.requireRecord(ns, "k", racerValue(winners[0]), ttlWant{}, true)
+	e.requireRecord(ns, "k", RacerValue(winners[0]), ttlWant{}, true)
 }
 
 // testRacePrepareExpired: of 64 PREPAREs of a key whose record expired,
@@ -65,18 +66,18 @@ func testRacePrepareAbsent(t *testing.T, newStore NewStore) {
 func testRacePrepareExpired(t *testing.T, e *env) {
 	require.True(t, e.prepare(ns, "k", "old", e.after(e.plan.ttl)))
 	e.advance(e.plan.expire)
-	winners := race(t, racers, func(i int) (bool, error) {
-		return e.h.Store.Prepare(e.ctx, ns, []byte("k"), []byte(racerValue(i)), backend.Expiry{})
+	winners := Race(t, racers, func(i int) (bool, error) {
+		return e.h.Store.Prepare(e.ctx, ns, []byte("k"), []byte(RacerValue(i)), backend.Expiry{})
 	})
 	require.Len(t, winners, 1, "PREPARE winners")
-	e.requireRecord(ns, "k", racerValue(winners[0]), ttlWant{}, true)
+	e.requireRecord(ns, "k", RacerValue(winners[0]), ttlWant{}, true)
 }
 
 // testRaceRollback: of 64 ROLLBACK IFEQs of one record, exactly one deletes
 // it.
 func testRaceRollback(t *testing.T, e *env) {
 	require.True(t, e.prepare(ns, "k", "v", forever))
-	winners := race(t, racers, func(int) (bool, error) {
+	winners := Race(t, racers, func(int) (bool, error) {
 		return e.h.Store.Rollback(e.ctx, ns, []byte("k"), backend.IfEq([]byte("v")))
 	})
 	require.Len(t, winners, 1, "ROLLBACK winners")
@@ -87,11 +88,11 @@ func testRaceRollback(t *testing.T, e *env) {
 // one replaces the record, and it holds the winner's value.
 func testRaceReprepare(t *testing.T, e *env) {
 	require.True(t, e.prepare(ns, "k", "v0", forever))
-	winners := race(t, racers, func(i int) (bool, error) {
-		return e.h.Store.Reprepare(e.ctx, ns, []byte("k"), []byte(racerValue(i)), backend.IfEq([]byte("v0")), backend.Expiry{})
+	winners := Race(t, racers, func(i int) (bool, error) {
+		return e.h.Store.Reprepare(e.ctx, ns, []byte("k"), []byte(RacerValue(i)), backend.IfEq([]byte("v0")), backend.Expiry{})
 	})
 	require.Len(t, winners, 1, "REPREPARE winners")
-	e.requireRecord(ns, "k", racerValue(winners[0]), ttlWant{}, true)
+	e.requireRecord(ns, "k", RacerValue(winners[0]), ttlWant{}, true)
 }
 
 // testRaceMove: two key changes of one old key to two new keys, round after
@@ -104,15 +105,15 @@ func testRaceMove(t *testing.T, e *env) {
 		newKeys := [2]string{fmt.Sprintf("a-%d", r), fmt.Sprintf("b-%d", r)}
 		require.True(t, e.prepare(ns, oldKey, "ov", forever))
 		results := make([]backend.MoveResult, 2)
-		winners := race(t, 2, func(i int) (bool, error) {
-			res, err := e.h.Store.Move(e.ctx, ns, []byte(newKeys[i]), []byte(racerValue(i)), []byte(oldKey), []byte("ov"), backend.Expiry{})
+		winners := Race(t, 2, func(i int) (bool, error) {
+			res, err := e.h.Store.Move(e.ctx, ns, []byte(newKeys[i]), []byte(RacerValue(i)), []byte(oldKey), []byte("ov"), backend.Expiry{})
 			results[i] = res
 			return res == backend.Moved, err
 		})
 		require.Len(t, winners, 1, "round %d: moves %v", r, results)
 		w := winners[0]
 		require.Equal(t, backend.OldKeyMismatch, results[1-w], "round %d: loser", r)
-		e.requireRecord(ns, newKeys[w], racerValue(w), ttlWant{}, true)
+		e.requireRecord(ns, newKeys[w], RacerValue(w), ttlWant{}, true)
 		e.requireAbsent(ns, newKeys[1-w])
 		e.requireAbsent(ns, oldKey)
 	}
@@ -125,9 +126,9 @@ func testRacePrepareMany(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore, tableRetention)
 	const perRacer = 8
 	key := func(i, j int) string { return fmt.Sprintf("k-%d-%d", i, j) }
-	winners := race(t, racers, func(i int) (bool, error) {
+	winners := Race(t, racers, func(i int) (bool, error) {
 		for j := range perRacer {
-			ok, err := e.h.Store.Prepare(e.ctx, ns, []byte(key(i, j)), []byte(racerValue(i)), backend.Expiry{})
+			ok, err := e.h.Store.Prepare(e.ctx, ns, []byte(key(i, j)), []byte(RacerValue(i)), backend.Expiry{})
 			if err != nil || !ok {
 				return false, err
 			}
@@ -137,7 +138,7 @@ func testRacePrepareMany(t *testing.T, newStore NewStore) {
 	require.Len(t, winners, racers, "racers that reserved all their keys")
 	for i := range racers {
 		for j := range perRacer {
-			e.requireRecord(ns, key(i, j), racerValue(i), ttlWant{}, true)
+			e.requireRecord(ns, key(i, j), RacerValue(i), ttlWant{}, true)
 		}
 	}
 }
@@ -151,7 +152,7 @@ func testRaceMoveVersusPrepare(t *testing.T, e *env) {
 		oldKey, newKey := fmt.Sprintf("old-%d", r), fmt.Sprintf("new-%d", r)
 		require.True(t, e.prepare(ns, oldKey, "ov", forever))
 		var res backend.MoveResult
-		winners := race(t, 2, func(i int) (bool, error) {
+		winners := Race(t, 2, func(i int) (bool, error) {
 			if i == 0 {
 				var err error
 				res, err = e.h.Store.Move(e.ctx, ns, []byte(newKey), []byte("moved"), []byte(oldKey), []byte("ov"), backend.Expiry{})
@@ -180,7 +181,7 @@ func testRaceMoveVersusRollback(t *testing.T, e *env) {
 		oldKey, newKey := fmt.Sprintf("old-%d", r), fmt.Sprintf("new-%d", r)
 		require.True(t, e.prepare(ns, oldKey, "ov", forever))
 		var res backend.MoveResult
-		winners := race(t, 2, func(i int) (bool, error) {
+		winners := Race(t, 2, func(i int) (bool, error) {
 			if i == 0 {
 				var err error
 				res, err = e.h.Store.Move(e.ctx, ns, []byte(newKey), []byte("nv"), []byte(oldKey), []byte("ov"), backend.Expiry{})

@@ -50,8 +50,8 @@ func testExecIsolation(t *testing.T, newStore NewStore) {
 	}
 	const rounds = 50
 	for round := range rounds {
-		winners := race(t, racers, func(i int) (bool, error) {
-			v := []byte(racerValue(i))
+		winners := Race(t, racers, func(i int) (bool, error) {
+			v := []byte(RacerValue(i))
 			first, second := []byte(a), []byte(b)
 			if i%2 == 1 {
 				first, second = second, first
@@ -70,7 +70,7 @@ func testExecIsolation(t *testing.T, newStore NewStore) {
 			return res[0].OK, nil
 		})
 		require.Len(t, winners, 1, "round %d: blocks that took both keys", round)
-		v := racerValue(winners[0])
+		v := RacerValue(winners[0])
 		e.requireRecord(ns, a, v, ttlWant{}, true)
 		e.requireRecord(ns, b, v, ttlWant{}, true)
 		require.True(t, e.rollback(ns, a, always))

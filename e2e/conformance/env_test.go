@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -177,39 +176,3 @@ func (e *env) blockKeys() (string, string) {
 	}
 	return "a", "b"
 }
-
-// race runs f(0..n-1) on n goroutines released together, and returns the
-// indexes for which f answered true. Any error fails the test: a store
-// error is never a lost race.
-func race(t *testing.T, n int, f func(i int) (bool, error)) []int {
-	t.Helper()
-	var (
-		ready, done sync.WaitGroup
-		start       = make(chan struct{})
-		won         = make([]bool, n)
-		errs        = make([]error, n)
-	)
-	ready.Add(n)
-	done.Add(n)
-	for i := range n {
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-start
-			won[i], errs[i] = f(i)
-		}()
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
-	var winners []int
-	for i := range n {
-		require.NoError(t, errs[i], "racer %d", i)
-		if won[i] {
-			winners = append(winners, i)
-		}
-	}
-	return winners
-}
-
-func racerValue(i int) string { return fmt.Sprintf("racer-%02d", i) }

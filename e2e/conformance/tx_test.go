@@ -332,7 +332,7 @@ func testBlockIsolation(t *testing.T, newStore storetest.NewStore, wire bool) {
 		clients[i] = dialResp(t, addr)
 	}
 	block := func(i int) [][]string {
-		v := racerValue(i)
+		v := storetest.RacerValue(i)
 		first, second := a, b
 		if i%2 == 1 {
 			first, second = b, a
@@ -340,7 +340,7 @@ func testBlockIsolation(t *testing.T, newStore storetest.NewStore, wire bool) {
 		return [][]string{{"MULTI"}, {"PK.PREPARE", e.ns, first, v}, {"PK.PREPARE", e.ns, second, v}, {"EXEC"}}
 	}
 	for round := range rounds {
-		winners := race(t, len(clients), func(i int) (bool, error) {
+		winners := storetest.Race(t, len(clients), func(i int) (bool, error) {
 			got, err := clients[i].send(block(i)...)
 			if err != nil {
 				return false, err
@@ -351,10 +351,10 @@ func testBlockIsolation(t *testing.T, newStore storetest.NewStore, wire bool) {
 			case "*2\r\n:0\r\n:0\r\n":
 				return false, nil
 			}
-			return false, errors.New("block " + racerValue(i) + " got one key of two: " + strconv.Quote(got[3]))
+			return false, errors.New("block " + storetest.RacerValue(i) + " got one key of two: " + strconv.Quote(got[3]))
 		})
 		require.Len(t, winners, 1, "round %d: blocks that took both keys", round)
-		v := racerValue(winners[0])
+		v := storetest.RacerValue(winners[0])
 		e.requireLive(e.ns, a, v)
 		e.requireLive(e.ns, b, v)
 		require.True(t, e.rollback(e.ns, a, always))
