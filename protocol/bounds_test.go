@@ -56,11 +56,9 @@ func TestLoopBound(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	srv.mu.Lock()
-	var b *batcher
-	for _, b = range srv.batchers {
-	}
-	srv.mu.Unlock()
+	ds := batchDrivers(srv)
+	require.Len(t, ds, 1)
+	b := ds[0]
 	state := make(chan [2]int, 1)
 	_ = b.loop.Later(func() { state <- [2]int{b.queued, len(b.parked)} })
 	require.Equal(t, [2]int{0, 0}, <-state, "commands under way, connections parked")

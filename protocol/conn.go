@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/resp"
 	"github.com/prepkey/prepkey/protocol/stats"
@@ -18,13 +17,14 @@ import (
 
 // conn is one client connection. It lives on its event loop: every field is
 // touched only there. While the connection is at the store (st), out and
-// runArgs belong to the store work under way (the batcher's, or a
+// runArgs belong to the store work under way (its driver's batch, or a
 // goroutine's: offload).
 type conn struct {
 	srv     *Server
 	gc      transport.IO   // gnet's Conn, or the portable transport's (package transport)
 	loop    transport.Loop // the connection's event loop
-	batcher *batcher       // the loop's; nil when the store does not batch
+	drv     driver         // how its runs reach the store (scheduler.go)
+	inline  bool           // PK commands are answered on the loop (drv.onLoop)
 	guard   resp.FramingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
 	out     resp.Writer
@@ -63,7 +63,7 @@ type conn struct {
 
 	// asm takes in a large request as it arrives, out of gnet's buffer
 	// (assembleAt); big is such a request, complete, parked until the
-	// batcher has room for it.
+	// driver has room for it.
 	asm resp.Assembler
 	big [][]byte
 
@@ -160,6 +160,7 @@ func (c *conn) Open(io transport.IO, loop transport.Loop, h transport.Handle, fd
 	// One set of counters for all (they are atomic): one a connection
 	// would grow with every connection ever served.
 	c.stats = c.srv.stats.ForLoop(nil)
+	c.useDriver(c.srv.driverFor(nil)) // no loop of its own to wait on a batch
 }
 
 // Traffic is traffic, for the portable transport (transport.Served).
@@ -405,10 +406,10 @@ func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) 
 			c.queue(args)
 			c.noteQueued(args[0], at, errs)
 		case c.batched(args[0]):
-			if c.batcher != nil && c.batcher.full() {
+			if !c.drv.admit(c) {
 				// The loop has enough at the store: this connection
-				// waits, its input unread, until some is answered.
-				c.batcher.park(c)
+				// waits, parked, its input unread, until some is
+				// answered.
 				in.off = start
 				return
 			}
@@ -479,7 +480,7 @@ type bigStep uint8
 const (
 	bigRan     bigStep = iota // it was answered, queued or sent to the store
 	bigMore                   // all the input was taken in; the rest is to come
-	bigParked                 // it waits for the batcher's room
+	bigParked                 // it waits for the driver's room
 	bigStopped                // the connection is to be closed, or closes (closeIt)
 )
 
@@ -517,31 +518,19 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 		at, errs := len(c.out.B), c.out.Errs
 		c.queue(args)
 		c.noteQueued(args[0], at, errs)
-	case c.batched(args[0]):
-		if c.batcher != nil && c.batcher.full() {
+	case c.authed && c.srv.handler.IsPK(args[0]):
+		// A run even where PK commands are answered on the loop
+		// (inlineDriver): it leaves the loop, so that other clients do
+		// not wait on its megabytes. The connection is at the store
+		// meanwhile, so its replies keep their order.
+		if !c.drv.admit(c) {
 			c.big = args
-			c.batcher.park(c)
 			return bigParked, false
 		}
 		// The arguments are the assembler's copy, the request's only
 		// one: the run is that command alone, and keeps no copy.
 		c.runRaw, c.runFlat, c.runArgs, c.bigRun = nil, nil, [][][]byte{args}, true
 		c.toStore()
-	case c.authed && c.srv.drive == backend.DriveInline && c.srv.handler.IsPK(args[0]):
-		// Even a store that answers from memory takes a while over
-		// megabytes of arguments (memory: copies 64 MiB of values for a
-		// PK.MPREPARE of 64 x 1 MiB): off the loop, so that other clients
-		// do not wait on it. The connection is at the store meanwhile, so its
-		// replies keep their order.
-		c.answered++
-		idx, began := c.statIndex(args[0]), c.began
-		c.offload(func() {
-			errs := c.out.Errs
-			r, _ := c.srv.handler.Do(context.Background(), args)
-			c.out.Reply(r)
-			o, p := c.outcomeSince(0, errs)
-			c.stats.Record(idx, o, p, time.Since(began))
-		})
 	default:
 		c.dispatch(args)
 	}
@@ -644,11 +633,11 @@ func (c *conn) flush() {
 }
 
 // batched reports whether the command named name goes to the store in a
-// run: a PK command after AUTH (before it, dispatch refuses it), unless the
-// store answers from memory (backend.DriveInline), which dispatch calls
-// directly.
+// run: a PK command after AUTH (before it, dispatch refuses it), unless
+// its driver has PK commands answered on the loop (inline), which dispatch
+// calls directly.
 func (c *conn) batched(name []byte) bool {
-	return c.authed && c.srv.drive != backend.DriveInline && c.srv.handler.IsPK(name)
+	return c.authed && !c.inline && c.srv.handler.IsPK(name)
 }
 
 // extendRun adds to the run the complete PK commands that follow it in buf
@@ -680,19 +669,16 @@ func (c *conn) keep(args [][]byte) {
 	c.runArgs = append(c.runArgs, c.runFlat[from:n:n])
 }
 
-// toStore sends the run (runArgs) to the store: to the loop's batcher,
-// which joins it with other connections' runs, or, for a store that does
-// not batch, as a job of its own.
+// toStore sends the run (runArgs) to the store, through the connection's
+// driver: in a batch with other connections' runs, or one of its own.
 func (c *conn) toStore() {
 	c.srv.processed.Add(int64(len(c.runArgs)))
-	if c.batcher != nil {
-		c.goBusy(len(c.runArgs))
-		c.batcher.submit(c)
-		return
-	}
-	c.goBusy(0)
-	startJob(c.srv, c.loop, []*conn{c}, nil, false)
+	c.goBusy(len(c.runArgs))
+	c.drv.submit(c)
 }
+
+// useDriver sets how the connection's runs reach the store (OnOpen, Open).
+func (c *conn) useDriver(d driver) { c.drv, c.inline = d, d.onLoop() }
 
 // offload runs work that may wait on the backend on a goroutine, so that
 // the loop goes on serving other connections, then resumes the connection
@@ -706,9 +692,9 @@ func (c *conn) offload(work func()) {
 	}()
 }
 
-// goBusy hands the connection to store work, inRun commands of it at the
-// batcher: the replies so far are written first, since out then belongs to
-// that work until resume.
+// goBusy hands the connection to store work, inRun commands of its run
+// (its driver counts them, landed): the replies so far are written first,
+// since out then belongs to that work until resume.
 func (c *conn) goBusy(inRun int) {
 	c.flush()
 	c.flushNotes()
@@ -725,7 +711,7 @@ func (c *conn) resumeLater() {
 // resume goes on serving the connection once its store work is done.
 func (c *conn) resume() {
 	if n := c.st.back(); n > 0 {
-		c.batcher.landed(n) // may serve parked connections first
+		c.drv.landed(n) // may serve parked connections first
 	}
 	if cap(c.runRaw) > 1<<20 || c.bigRun {
 		// do not pin a burst's copy for the connection's life
@@ -748,7 +734,7 @@ func (c *conn) yield() {
 }
 
 // serveAgain serves input already received (after a yield, once the
-// batcher has room, or once its run is back), unless the connection is not
+// driver has room, or once its run is back), unless the connection is not
 // to be served: closed, draining, or waiting on the store.
 func (c *conn) serveAgain() {
 	if !c.st.idle() {

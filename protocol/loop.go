@@ -37,7 +37,7 @@ func (c *conn) OnOpen(gc gnet.Conn) gnet.Action {
 	epfd, can := transport.PollerFD(gc)
 	c.epfd = epfd
 	c.st.pausable(can)
-	c.batcher = c.srv.batcherFor(c.loop)
+	c.useDriver(c.srv.driverFor(c.loop))
 	c.stats = c.srv.stats.ForLoop(c.loop)
 	if c.srv.closing.Load() {
 		return gnet.Close

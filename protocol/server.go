@@ -3,8 +3,8 @@
 // AUTH and the connection commands a Redis client expects (conncmds.go,
 // client.go, command.go, info.go; what COMMAND DOCS says in package
 // cmddocs), MULTI/EXEC (transaction.go),
-// limits and pipelining, and the batcher and jobs that take runs of PK
-// commands to the store (batcher.go, job.go). It hands PK commands to
+// limits and pipelining, and the drivers that take runs of PK commands to
+// the store in batches (scheduler.go, drive_*.go, batch.go). It hands PK commands to
 // package commands and counts into package stats (counting.go).
 //
 // It may not move bytes on sockets or run event loops (package transport),
@@ -16,7 +16,7 @@
 // writes, with no goroutine per connection. A request costs a read and a
 // write, where a goroutine per connection also paid a read that finds the
 // socket empty, a park and a wake-up; at pipeline 1 that was half the CPU.
-// Commands that wait on a backend go to it in batches (see batcher).
+// Commands that wait on a backend go to it in batches (see driver).
 package protocol
 
 import (
@@ -115,7 +115,8 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	handler Handler
-	// drive is how PK commands reach the store (driveOf), decided once.
+	// drive is how PK commands reach the store (driveOf), decided once;
+	// only driverFor reads it.
 	drive   backend.Drive
 	backend Pinger
 	started time.Time
@@ -133,12 +134,12 @@ type Server struct {
 	closing   atomic.Bool
 	txBytes   atomic.Int64 // held by open transactions' queues (MaxTxMemory)
 
-	mu       sync.Mutex
-	ln       net.Listener
-	loops    transport.Loops // the event loops; gnet's client mode serves accepted conns
-	conns    map[*conn]struct{}
-	batchers map[transport.Loop]*batcher
-	open     sync.WaitGroup // one per connection until its loop closes it
+	mu      sync.Mutex
+	ln      net.Listener
+	loops   transport.Loops // the event loops; gnet's client mode serves accepted conns
+	conns   map[*conn]struct{}
+	drivers map[transport.Loop]driver // each loop's (driverFor)
+	open    sync.WaitGroup            // one per connection until its loop closes it
 }
 
 // New returns a Server that runs PK commands with handler and reports the
@@ -158,7 +159,7 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 		cfg.BackendTimeout = 2 * time.Second
 	}
 	return &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
-		conns: make(map[*conn]struct{}), batchers: make(map[transport.Loop]*batcher), connCmds: connCmds,
+		conns: make(map[*conn]struct{}), drivers: make(map[transport.Loop]driver), connCmds: connCmds,
 		stats: stats.New(connCmdNames(connCmds)), runID: newRunID(),
 		flood: newFloodLog(cfg.Logger, floodEvery, floodBurst)}
 }
@@ -166,14 +167,8 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 // driveOf is the one place that decides how PK commands reach the store:
 // as the store declares (Handler.Drive), except that a store declared
 // backend.DriveWire without a Config.Wire is driven backend.DriveBatch,
-// its path while the loop's connection is down. Everything else reads
-// Server.drive:
-//   - DriveInline: PK commands are answered on the loop as they are read
-//     (conn.batched is false, conn.dispatch calls Handler.Do);
-//   - DriveBatch and DriveWire: each loop has a batcher (batcherFor), and
-//     with DriveWire the batcher has the loop's own connection (link,
-//     package upstream);
-//   - DriveCalls: each run is a job of its own, one command per store call.
+// its path while the loop's connection is down. driverFor (scheduler.go)
+// reads Server.drive, once per loop, to choose the driver of its runs.
 func driveOf(cfg Config, h Handler) backend.Drive {
 	if h == nil { // a Server that only counts (tests)
 		return backend.DriveCalls
@@ -183,12 +178,6 @@ func driveOf(cfg Config, h Handler) backend.Drive {
 		d = backend.DriveBatch
 	}
 	return d
-}
-
-// batches reports whether runs of a loop's connections join in batches,
-// on the loop's batcher.
-func (s *Server) batches() bool {
-	return s.drive == backend.DriveBatch || s.drive == backend.DriveWire
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -283,23 +272,6 @@ func (s *Server) forget(c *conn) {
 	s.open.Done()
 }
 
-// batcherFor is the batcher of loop, started on first use; nil when the
-// store does not batch (PK runs go on goroutines of their own) or answers
-// on the loop.
-func (s *Server) batcherFor(loop transport.Loop) *batcher {
-	if !s.batches() {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.batchers[loop]
-	if b == nil {
-		b = newBatcher(s, loop)
-		s.batchers[loop] = b
-	}
-	return b
-}
-
 // Shutdown stops accepting, lets every connection answer the commands it has
 // already read, then closes them. It returns when all are closed or ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -327,10 +299,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		_ = loops.Stop() // closes what is still open
 	}
 	s.mu.Lock()
-	for _, b := range s.batchers {
-		b.close()
+	for _, d := range s.drivers {
+		d.close()
 	}
-	clear(s.batchers)
+	clear(s.drivers)
 	s.mu.Unlock()
 	s.flood.Flush() // the lines suppressed in the last window are told
 	return err

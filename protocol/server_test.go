@@ -149,7 +149,7 @@ func TestPipelineOrder(t *testing.T) {
 	}
 	for name, p := range paths {
 		t.Run(name, func(t *testing.T) {
-			// Three loops: several batchers, connections spread over them.
+			// Three loops: several batch drivers, connections spread over them.
 			addr := serve(t, Config{EventLoops: 3}, p.h)
 			const clients, each = 8, 3000
 			eachClient(t, addr, clients, func(cl int, nc net.Conn) {
@@ -250,9 +250,7 @@ func TestBatchesJoinClients(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Eventually(t, func() bool {
-		srv.mu.Lock()
-		defer srv.mu.Unlock()
-		for _, b := range srv.batchers {
+		for _, b := range batchDrivers(srv) {
 			b.mu.Lock()
 			n := len(b.queue)
 			b.mu.Unlock()
@@ -404,12 +402,9 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 		c.send(req("PING"))
 		c.expect("+PONG\r\n")
 	}
-	srv.mu.Lock()
-	require.Len(t, srv.batchers, 1) // one loop: a and b share it
-	var bt *batcher
-	for _, bt = range srv.batchers {
-	}
-	srv.mu.Unlock()
+	ds := batchDrivers(srv)
+	require.Len(t, ds, 1) // one loop: a and b share it
+	bt := ds[0]
 	require.False(t, bt.offLoop.Load())
 	queued := func() int {
 		bt.mu.Lock()
@@ -479,10 +474,9 @@ func TestBatchWorkersLiveOn(t *testing.T) {
 		a.send(echoReq(i))
 		a.expect(fmt.Sprintf(":%d\r\n", i))
 	}
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	require.Len(t, srv.batchers, 1)
-	for _, b := range srv.batchers {
+	ds := batchDrivers(srv)
+	require.Len(t, ds, 1)
+	for _, b := range ds {
 		require.LessOrEqual(t, b.workers.Load(), int32(2))
 	}
 }

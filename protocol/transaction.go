@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/watchdog"
 )
 
 // Transactions (MULTI/EXEC/DISCARD), as Redis answers them: after MULTI
@@ -184,71 +184,63 @@ func (c *conn) exec() {
 		c.out.Reply(commands.ExecAbortQueued())
 		return
 	}
-	// The block stays counted until EXEC's reply is written, within the
-	// backend timeout; a hung store's goroutine may keep its copy longer,
-	// uncounted, as it keeps its own goroutine (execBounded).
-	c.offload(func() {
-		c.runBlock(t.cmds)
-		c.srv.txBytes.Add(-t.held)
-	})
+	c.goBusy(0)
+	go c.runBlock(t)
 }
 
-// runBlock runs a transaction's commands and writes EXEC's reply. It runs
-// off the loop, on a busy connection: the loop leaves it alone meanwhile.
-func (c *conn) runBlock(cmds [][][]byte) {
+// runBlock runs a transaction's PK commands at the store, as one
+// Handler.Exec (one isolated store call, never a batch, never the loop's
+// own Redis connection), on a goroutine of its own, bounded by the backend
+// timeout as a batch is (its watch, package watchdog): when the store has
+// been silent that long, EXEC answers -UNAVAILABLE for the whole block (it
+// may or may not take effect, as for any command), whatever the store
+// does. A store that cannot stop (a hung fsync) keeps only this goroutine
+// and the block, which is the transaction's own copy; the block stays
+// counted (MaxTxMemory) until EXEC's reply is written.
+func (c *conn) runBlock(t tx) {
 	var pk [][][]byte
-	for _, args := range cmds {
+	for _, args := range t.cmds {
 		if c.srv.handler.IsPK(args[0]) {
 			pk = append(pk, args)
 		}
 	}
-	replies, abort, ok := c.execBounded(pk)
-	c.recordBlock(pk, replies, abort, ok)
-	if !ok {
-		c.out.Reply(abort)
-		return
-	}
-	c.out.Array(len(cmds))
-	j := 0
-	for _, args := range cmds {
-		if c.srv.handler.IsPK(args[0]) {
-			c.out.Reply(replies[j])
-			j++
-			continue
-		}
-		// Already off the loop: even a command that waits on the backend
-		// (INFO) runs here, in its place in the reply.
-		cmd, _, _ := c.srv.lookupConnCmd(args)
-		cmd.run(c, args)
+	timeout := c.srv.cfg.BackendTimeout
+	w := new(watchdog.Watch)
+	w.Start(timeout, func() {
+		c.answerBlock(t, pk, nil, commands.Unavailable(fmt.Errorf("no answer within %s", timeout)), false)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	replies := make([]commands.Reply, len(pk))
+	abort, ok := c.srv.handler.Exec(ctx, pk, replies)
+	cancel()
+	if w.Claim() { // else the deadline has answered: this answer is dropped
+		c.answerBlock(t, pk, replies, abort, ok)
 	}
 }
 
-// execBounded runs the block's PK commands at the store, for at most the
-// backend timeout: past it EXEC answers -UNAVAILABLE for the whole block
-// (it may or may not take effect, as for any command), whatever the store
-// does; a store that cannot stop (a hung fsync) keeps only its goroutine
-// and the block, which is the transaction's own copy.
-func (c *conn) execBounded(pk [][][]byte) ([]commands.Reply, commands.Reply, bool) {
-	type result struct {
-		replies []commands.Reply
-		abort   commands.Reply
-		ok      bool
+// answerBlock writes EXEC's reply, releases what the block held queued and
+// resumes the connection. It runs off the loop, on a connection at the
+// store: the loop leaves it alone meanwhile. ok is false when the block
+// did not run: abort is EXEC's reply.
+func (c *conn) answerBlock(t tx, pk [][][]byte, replies []commands.Reply, abort commands.Reply, ok bool) {
+	c.recordBlock(pk, replies, abort, ok)
+	if !ok {
+		c.out.Reply(abort)
+	} else {
+		c.out.Array(len(t.cmds))
+		j := 0
+		for _, args := range t.cmds {
+			if c.srv.handler.IsPK(args[0]) {
+				c.out.Reply(replies[j])
+				j++
+				continue
+			}
+			// Already off the loop: even a command that waits on the
+			// backend (INFO) runs here, in its place in the reply.
+			cmd, _, _ := c.srv.lookupConnCmd(args)
+			cmd.run(c, args)
+		}
 	}
-	timeout := c.srv.cfg.BackendTimeout
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	done := make(chan result, 1)
-	go func() {
-		replies := make([]commands.Reply, len(pk))
-		abort, ok := c.srv.handler.Exec(ctx, pk, replies)
-		done <- result{replies, abort, ok}
-	}()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case r := <-done:
-		return r.replies, r.abort, r.ok
-	case <-t.C:
-		return nil, commands.Unavailable(fmt.Errorf("no answer within %s", timeout)), false
-	}
+	c.srv.txBytes.Add(-t.held)
+	c.resumeLater()
 }

@@ -218,18 +218,13 @@ func upstreamsReady(t *testing.T, srv *Server, loops int) { upstreamsAre(t, srv,
 // upstreamsAre waits until every loop's upstream is connected (up) or not.
 func upstreamsAre(t *testing.T, srv *Server, loops int, up bool) {
 	require.Eventually(t, func() bool {
-		srv.mu.Lock()
-		var batchers []*batcher
-		for _, b := range srv.batchers {
-			batchers = append(batchers, b)
-		}
-		srv.mu.Unlock() // the loops take it to open connections
-		if len(batchers) != loops {
+		ws := wireDrivers(srv) // the loops take the server's lock to open connections: not held here
+		if len(ws) != loops {
 			return false
 		}
-		for _, b := range batchers {
+		for _, w := range ws {
 			ready := make(chan bool, 1)
-			_ = b.loop.Later(func() { ready <- b.ready() })
+			_ = w.loop.Later(func() { ready <- w.up.Ready() })
 			if <-ready != up {
 				return false
 			}

@@ -1,0 +1,69 @@
+package protocol
+
+import (
+	"github.com/prepkey/prepkey/protocol/transport"
+	"github.com/prepkey/prepkey/protocol/upstream"
+)
+
+// wireDriver drives a standalone Redis (backend.DriveWire): the loop does
+// not wait at all. It writes each batch to its own connection to the
+// store and reads the replies when they come (package upstream), so no
+// goroutine waits on Redis and several batches are on their way at once.
+// While that connection is down (Redis failed or was slow, or the loop
+// still dials), batches take the batch driver's path off the loop, to
+// Handler.Batch on its goroutine, never on the loop.
+type wireDriver struct {
+	*batchDriver // the runs under way, and the path while the connection is down
+	up           link
+}
+
+func newWireDriver(s *Server, loop transport.Loop) *wireDriver {
+	return &wireDriver{batchDriver: newBatchDriver(s, loop), up: newLink(s, loop)}
+}
+
+// link is the loop's own connection to a store driven backend.DriveWire
+// (upstream.Conn); the loop hands it its gnet events as a loopConn.
+type link interface {
+	// Ready reports whether batches can go on it now.
+	Ready() bool
+	// Send writes a batch; its Answer runs on the loop.
+	Send(upstream.Batch)
+	// Close stops its dialling and watching; the loops close the
+	// connection.
+	Close()
+}
+
+// submit queues c's run (c.runArgs); called on the loop.
+func (w *wireDriver) submit(c *conn) {
+	w.queued += len(c.runArgs)
+	if c.bigRun || !w.up.Ready() {
+		// A request of megabytes (an assembled one, conn.serveBig) is not
+		// written by the loop: encoding it and copying it into the
+		// connection's output took the loop seconds (issue 23, N1), while
+		// the Redis client does it on a goroutine. And while the
+		// connection is down the loop never waits on the backend.
+		w.queueOffLoop(c)
+		return
+	}
+	w.pending = append(w.pending, c)
+	if len(w.pending) == 1 {
+		// Runs once the loop has served the input that is ready now.
+		_ = w.loop.Later(w.send)
+	}
+}
+
+// send writes the runs submitted meanwhile as one batch.
+func (w *wireDriver) send() {
+	conns := w.pending
+	w.pending = make([]*conn, 0, 2*len(conns))
+	if !w.up.Ready() { // the connection went down since they were queued
+		w.queueOffLoop(conns...)
+		return
+	}
+	w.up.Send(newBatch(conns))
+}
+
+func (w *wireDriver) close() {
+	w.batchDriver.close()
+	w.up.Close()
+}

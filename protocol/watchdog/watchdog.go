@@ -1,0 +1,108 @@
+// Package watchdog bounds work at a store by --backend-timeout, counted as
+// the store's silence: package protocol's batches and EXEC blocks, and the
+// event loop's own connection to Redis (package upstream). It is a package
+// of its own because upstream, which protocol imports, uses it too.
+package watchdog
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Watch expires work once the store has been silent for its timeout: since
+// Start, or since it was last heard from (Heard), while work waits on it.
+// The first of the store and the deadline claims the work (Claim): the
+// work's replies are written by whichever comes first, and the other's are
+// dropped. Progress moves the deadline without touching the timer: when
+// the timer fires before the deadline, it is set again for the rest, so a
+// store that answers a deep pipeline call after call costs one timer, not
+// one per call.
+//
+// Start and Heard run on the work's own goroutine (or loop); Claim and
+// Claimed anywhere.
+type Watch struct {
+	timeout time.Duration
+	begun   time.Time
+	heard   atomic.Int64 // when the store was last heard from, in ns since begun
+	idle    atomic.Bool  // no work waits on the store: its silence does not count
+	claimed atomic.Bool
+	mu      sync.Mutex
+	timer   *time.Timer // under mu
+	expire  func()      // under mu
+}
+
+// Start watches the store for timeout: expire runs, once, on a goroutine
+// of its own, when the store has been silent that long, unless the work is
+// claimed first. A Watch may be started again once claimed (a connection
+// dialled again).
+func (w *Watch) Start(timeout time.Duration, expire func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timeout, w.expire, w.begun = timeout, expire, time.Now()
+	w.heard.Store(0)
+	w.claimed.Store(false)
+	w.timer = time.AfterFunc(timeout, w.check)
+}
+
+// Heard notes that the store answered at now (or that work was given to it
+// while none waited, Waiting): the deadline moves to timeout from now.
+func (w *Watch) Heard(now time.Time) { w.heard.Store(int64(now.Sub(w.begun))) }
+
+// Waiting notes whether work waits on the store. A long-lived watch (a
+// connection between batches) does not count the store's silence while
+// none waits; from Start, work waits.
+func (w *Watch) Waiting(now time.Time, waiting bool) {
+	if waiting {
+		w.Heard(now) // the silence counts from the first request
+	}
+	w.idle.Store(!waiting)
+}
+
+// Silent is how long the store has been silent.
+func (w *Watch) Silent() time.Duration {
+	return time.Since(w.begun) - time.Duration(w.heard.Load())
+}
+
+// check runs when the timeout may have passed since the store was last
+// heard from: it expires the work if it has, else waits for the rest.
+func (w *Watch) check() {
+	w.mu.Lock()
+	if w.claimed.Load() {
+		w.mu.Unlock()
+		return
+	}
+	silent := w.Silent()
+	if w.idle.Load() || silent < w.timeout {
+		rest := w.timeout - silent
+		if w.idle.Load() || rest <= 0 {
+			rest = w.timeout
+		}
+		w.timer.Reset(rest)
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	if w.Claim() {
+		w.expire()
+	}
+}
+
+// Claim claims the work, for the store (its answer) or the deadline: it
+// reports whether the caller is the first, who writes the replies. The
+// timer is stopped.
+func (w *Watch) Claim() bool {
+	if !w.claimed.CompareAndSwap(false, true) {
+		return false
+	}
+	w.mu.Lock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.mu.Unlock()
+	return true
+}
+
+// Claimed reports whether the work is claimed: expired, while the store
+// still works on it (it sends no more).
+func (w *Watch) Claimed() bool { return w.claimed.Load() }
