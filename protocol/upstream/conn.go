@@ -13,6 +13,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/watchdog"
 )
 
 // Config is what a Conn is made of.
@@ -33,24 +34,29 @@ type Config struct {
 	Closing func() bool
 }
 
-// Conn is one loop's connection to a Wire backend. Every field but stop
-// and lost is the loop's.
+// Conn is one loop's connection to a Wire backend. Every field but stop,
+// lost and watch is the loop's.
 type Conn struct {
-	cfg     Config
-	gc      gnet.Conn // nil while there is no connection
-	flights []*flight // sent, oldest first
-	out     []byte
-	fault   error // why the loop closes gc, for Lost
-	stop    chan struct{}
-	lost    atomic.Bool // the connection dropped; the next dial logs it regained
-	// heard is when the backend last answered, or when it was last given
-	// a request while none was outstanding: the timeout measures the
-	// backend's silence, not the time requests wait behind each other.
-	heard time.Time
+	cfg   Config
+	gc    gnet.Conn    // nil while there is no connection
+	sent  []*sentBatch // batches on the connection, oldest first
+	out   []byte
+	fault error // why the loop closes gc, for Lost
+	stop  chan struct{}
+	lost  atomic.Bool // the connection dropped; the next dial logs it regained
+	// watch closes a connection whose backend has been silent for the
+	// timeout while replies are outstanding (watchdog.Watch): since it last
+	// answered, or since it was given a request while none was
+	// outstanding. It measures the backend's silence, not the time
+	// requests wait behind each other: a backend that answers is never
+	// timed out, however many requests wait behind each other (issue 9: a
+	// deep pipeline made a healthy Redis look down when the timeout
+	// counted from the oldest request's sending).
+	watch watchdog.Watch
 }
 
-// flight is a batch whose requests are on the connection.
-type flight struct {
+// sentBatch is a batch whose requests are on the connection.
+type sentBatch struct {
 	batch   Batch
 	cmds    [][][]byte
 	replies []commands.Reply
@@ -59,7 +65,7 @@ type flight struct {
 	again   []int // the ops answered "again"
 	read    int   // how many ops have their reply (a prefix: requests answer in order)
 	sync    bool  // a WireSync request follows the ops, its reply not read yet
-	sent    time.Time
+	at      time.Time
 }
 
 // maxInput bounds replies that do not parse (a desynchronized stream):
@@ -68,12 +74,11 @@ const maxInput = 256 << 20
 
 var errNoRequest = errors.New("reply to no request")
 
-// New starts dialling the loop's connection, and watching it for a
-// backend that goes silent; Close stops both.
+// New starts dialling the loop's connection; each connection is watched
+// for a backend that goes silent (OnOpen). Close stops both.
 func New(cfg Config) *Conn {
 	u := &Conn{cfg: cfg, stop: make(chan struct{})}
 	go u.dial()
-	go u.watch()
 	return u
 }
 
@@ -82,11 +87,11 @@ func New(cfg Config) *Conn {
 // with the backend's error while it is down).
 func (u *Conn) Ready() bool { return u.gc != nil }
 
-// Send writes the requests of b's commands and keeps them as a flight.
-// Ready must be true.
+// Send writes the requests of b's commands and keeps b as sent. Ready must
+// be true.
 func (u *Conn) Send(b Batch) {
 	cmds := b.Commands()
-	f := &flight{batch: b, cmds: cmds, replies: make([]commands.Reply, len(cmds))}
+	f := &sentBatch{batch: b, cmds: cmds, replies: make([]commands.Reply, len(cmds))}
 	f.calls = u.cfg.Handler.Calls(f.cmds, f.replies)
 	if len(f.calls.Ops) == 0 { // all refused by validation
 		u.land(f)
@@ -97,13 +102,13 @@ func (u *Conn) Send(b Batch) {
 	if ws, ok := u.cfg.Wire.(WireSync); ok {
 		out, f.sync = ws.AppendSync(out, f.calls.Ops)
 	}
-	f.sent = time.Now()
-	if len(u.flights) == 0 {
-		u.heard = f.sent
+	f.at = time.Now()
+	if len(u.sent) == 0 {
+		u.watch.Busy(f.at)
 	}
-	u.flights = append(u.flights, f)
+	u.sent = append(u.sent, f)
 	// gnet writes now, and keeps what the socket does not take; an error
-	// closes the connection, and OnClose answers the flight.
+	// closes the connection, and OnClose answers the batch.
 	_, _ = u.gc.Write(out)
 	if cap(out) > 1<<20 {
 		out = nil // do not pin a burst's buffer
@@ -111,52 +116,83 @@ func (u *Conn) Send(b Batch) {
 	u.out = out
 }
 
-// OnOpen: the connection dial enrolled is the loop's now.
+// OnOpen: the connection dial enrolled is the loop's now, watched while
+// replies are outstanding.
 func (u *Conn) OnOpen(gc gnet.Conn) gnet.Action {
 	u.gc = gc
+	u.watchConn(gc)
 	return gnet.None
 }
 
-// OnTraffic reads the replies that have arrived and answers each flight
+// watchConn watches gc (watch): late runs once the backend may have been
+// silent for the timeout while replies are outstanding.
+func (u *Conn) watchConn(gc gnet.Conn) {
+	u.watch.Start(u.cfg.Wire.Timeout(), func() { u.late(gc) })
+	if len(u.sent) == 0 {
+		u.watch.Idle()
+	}
+}
+
+// late runs when the watch expired: on the loop, it closes the connection
+// if the backend has been silent for the timeout while replies are
+// outstanding, and OnClose answers their batches; else (a reply came
+// meanwhile) the connection is watched again.
+func (u *Conn) late(gc gnet.Conn) {
+	_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		switch {
+		case u.gc != gc: // closed meanwhile
+		case len(u.sent) > 0 && u.watch.Silent() >= u.cfg.Wire.Timeout():
+			u.fault = u.cfg.Wire.Late()
+			_ = u.cfg.Loop.Close(gc)
+		default:
+			u.watchConn(gc)
+		}
+		return nil
+	}))
+	// An error means the loops are stopping; they close the connection.
+}
+
+// OnTraffic reads the replies that have arrived and answers each batch
 // that is complete.
 func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 	buf, _ := gc.Peek(-1)
 	if len(buf) > 0 {
-		u.heard = time.Now()
+		u.watch.Heard(time.Now())
 	}
 	off := 0
-	for len(u.flights) > 0 {
-		f := u.flights[0]
+	for len(u.sent) > 0 {
+		f := u.sent[0]
 		n, done := f.readReplies(u.cfg.Wire, buf[off:])
 		off += n
 		if !done {
 			break
 		}
-		u.flights[0] = nil
-		u.flights = u.flights[1:]
-		f.batch.Stored(len(f.calls.Ops), time.Since(f.sent))
+		u.sent[0] = nil
+		u.sent = u.sent[1:]
+		f.batch.Stored(len(f.calls.Ops), time.Since(f.at))
 		u.land(f)
 	}
 	if off > 0 { // Discard(0) would drop it all
 		_, _ = gc.Discard(off)
 	}
 	switch rest := len(buf) - off; {
-	case rest > 0 && len(u.flights) == 0:
+	case rest > 0 && len(u.sent) == 0:
 		u.fault = errNoRequest
 		return gnet.Close
 	case rest > maxInput:
 		u.fault = errors.New("reply too large or malformed")
 		return gnet.Close
 	}
-	if len(u.flights) == 0 {
-		u.flights = u.flights[:0:0] // let the answered flights go
+	if len(u.sent) == 0 {
+		u.sent = u.sent[:0:0] // let the answered batches go
+		u.watch.Idle()
 	}
 	return gnet.None
 }
 
 // readReplies reads the replies in b for the ops of f still waiting; it
 // returns the bytes used and whether f is complete.
-func (f *flight) readReplies(w Wire, b []byte) (used int, done bool) {
+func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 	for f.read < len(f.calls.Ops) {
 		n, k, again := w.Read(b[used:], f.calls.Ops[f.read:], f.res[f.read:])
 		if n == 0 {
@@ -185,7 +221,7 @@ func (f *flight) readReplies(w Wire, b []byte) (used int, done bool) {
 // scripts) go through Handler.Batch first, which loads the scripts again;
 // that waits on the backend, so it happens on a goroutine, and the
 // batch is answered when it is done, on the loop, in order.
-func (u *Conn) land(f *flight) {
+func (u *Conn) land(f *sentBatch) {
 	f.calls.Answer(f.res, f.replies)
 	if len(f.again) == 0 {
 		f.batch.Answer(f.replies)
@@ -209,7 +245,7 @@ func (u *Conn) land(f *flight) {
 	}()
 }
 
-// OnClose answers the flights still waiting with the failure: their ops
+// OnClose answers the batches still waiting with the failure: their ops
 // may or may not have run. A new connection is dialled.
 func (u *Conn) OnClose(_ gnet.Conn, err error) {
 	cause := u.fault
@@ -220,20 +256,21 @@ func (u *Conn) OnClose(_ gnet.Conn, err error) {
 		cause = errors.New("closed")
 	}
 	u.gc, u.fault = nil, nil
+	u.watch.Claim() // the connection is gone: nothing more to watch
 	u.cfg.Up.Add(-1)
-	flights := u.flights
-	u.flights = nil
+	batches := u.sent
+	u.sent = nil
 	if !u.cfg.Closing() {
 		// Every drop is logged with its cause, and how many commands it
 		// leaves answered -UNAVAILABLE (they may or may not have run).
 		waiting := 0
-		for _, f := range flights {
+		for _, f := range batches {
 			waiting += len(f.calls.Ops) - f.read
 		}
 		u.lost.Store(true)
 		u.cfg.Logger.Warn("backend connection lost", "conn", u.cfg.Name, "err", cause, "unanswered", waiting)
 	}
-	for _, f := range flights {
+	for _, f := range batches {
 		for k := f.read; k < len(f.calls.Ops); k++ {
 			f.res[k] = backend.Result{Err: u.cfg.Wire.Lost(f.calls.Ops[k], cause)}
 		}
@@ -283,29 +320,8 @@ func (u *Conn) dial() {
 	}
 }
 
-// watch closes a connection whose backend has been silent for longer than
-// the timeout while replies are outstanding: it hangs, or the stream cannot
-// be read. A backend that answers is never timed out, however many requests
-// wait behind each other (issue 9: a deep pipeline made a healthy Redis
-// look down when the timeout counted from the oldest request's sending).
-func (u *Conn) watch() {
-	t := time.NewTicker(max(u.cfg.Wire.Timeout()/4, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-u.stop:
-			return
-		case <-t.C:
-			_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-				if u.gc != nil && len(u.flights) > 0 && time.Since(u.heard) > u.cfg.Wire.Timeout() {
-					u.fault = u.cfg.Wire.Late()
-					_ = u.cfg.Loop.Close(u.gc)
-				}
-				return nil
-			}))
-		}
-	}
-}
-
 // Close stops dialling and watching; the loops close the connection.
-func (u *Conn) Close() { close(u.stop) }
+func (u *Conn) Close() {
+	close(u.stop)
+	u.watch.Claim()
+}

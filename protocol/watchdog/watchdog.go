@@ -19,8 +19,8 @@ import (
 // store that answers a deep pipeline call after call costs one timer, not
 // one per call.
 //
-// Start and Heard run on the work's own goroutine (or loop); Claim and
-// Claimed anywhere.
+// Start, Heard, Idle, Busy and Silent run on the work's own goroutine (or
+// loop); Claim and Claimed anywhere.
 type Watch struct {
 	timeout time.Duration
 	begun   time.Time
@@ -41,28 +41,34 @@ func (w *Watch) Start(timeout time.Duration, expire func()) {
 	defer w.mu.Unlock()
 	w.timeout, w.expire, w.begun = timeout, expire, time.Now()
 	w.heard.Store(0)
+	w.idle.Store(false)
 	w.claimed.Store(false)
 	w.timer = time.AfterFunc(timeout, w.check)
 }
 
-// Heard notes that the store answered at now (or that work was given to it
-// while none waited, Waiting): the deadline moves to timeout from now.
+// Heard notes that the store answered at now: the deadline moves to
+// timeout from now.
 func (w *Watch) Heard(now time.Time) { w.heard.Store(int64(now.Sub(w.begun))) }
 
-// Waiting notes whether work waits on the store. A long-lived watch (a
-// connection between batches) does not count the store's silence while
-// none waits; from Start, work waits.
-func (w *Watch) Waiting(now time.Time, waiting bool) {
-	if waiting {
-		w.Heard(now) // the silence counts from the first request
-	}
-	w.idle.Store(!waiting)
+// Idle notes that no work waits on the store: a long-lived watch (a
+// connection between batches) does not count the store's silence then.
+// From Start, work waits.
+func (w *Watch) Idle() { w.idle.Store(true) }
+
+// Busy notes that work was given to the store at now while none waited:
+// its silence counts from then.
+func (w *Watch) Busy(now time.Time) {
+	w.Heard(now)
+	w.idle.Store(false)
 }
 
 // Silent is how long the store has been silent.
 func (w *Watch) Silent() time.Duration {
 	return time.Since(w.begun) - time.Duration(w.heard.Load())
 }
+
+// minIdleCheck bounds how often the timer of an idle watch fires.
+const minIdleCheck = 10 * time.Millisecond
 
 // check runs when the timeout may have passed since the store was last
 // heard from: it expires the work if it has, else waits for the rest.
@@ -75,8 +81,8 @@ func (w *Watch) check() {
 	silent := w.Silent()
 	if w.idle.Load() || silent < w.timeout {
 		rest := w.timeout - silent
-		if w.idle.Load() || rest <= 0 {
-			rest = w.timeout
+		if w.idle.Load() {
+			rest = max(w.timeout, minIdleCheck)
 		}
 		w.timer.Reset(rest)
 		w.mu.Unlock()
