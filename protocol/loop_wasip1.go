@@ -12,7 +12,7 @@ func (s *Server) startLoops() (transport.Loops, error) {
 
 // newLink: a loop's own connection to a store (package upstream) needs
 // gnet. On wasip1 no store is reached so (WASI preview 1 cannot connect),
-// and the portable transport has no batcher to hold one.
+// and the portable transport has no loop driver to hold one.
 func newLink(*Server, transport.Loop) link { return nil }
 
 // cpuSeconds: WASI has no getrusage; INFO shows 0.

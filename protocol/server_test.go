@@ -206,7 +206,7 @@ func assertNoError(t *testing.T, err error) bool {
 // TestBatchesJoinClients checks that runs of several connections that wait
 // together go to the store in one Batch call: while one batch is held at
 // the store, the runs of 15 other clients are queued (the test waits until
-// the batcher holds all of them), then go in one Batch.
+// the batch driver holds all of them), then go in one Batch.
 func TestBatchesJoinClients(t *testing.T) {
 	h := &echoHandler{batches: true, delay: 2 * onLoopBudget}
 	addr, srv := serveServer(t, Config{}, h)
@@ -227,7 +227,7 @@ func TestBatchesJoinClients(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, string(got))
 	}
-	// A slow batch on the loop sends the next ones off it, to the batcher's
+	// A slow batch on the loop sends the next ones off it, to the batch driver's
 	// goroutine, which takes its queue at once.
 	_, err := io.WriteString(conns[0], echoReq(0))
 	require.NoError(t, err)
@@ -385,10 +385,10 @@ func TestMangledInput(t *testing.T) {
 }
 
 // TestSlowStoreLeavesLoop: a batch that the store holds past the budget
-// is left to its job: the loop goes on answering other clients while the
-// store holds it, and the next batches go off the loop, to the batcher's
+// is left to itself: the loop goes on answering other clients while the
+// store holds it, and the next batches go off the loop, to the batch driver's
 // goroutine; a fast batch there brings them back. Each step waits on an
-// event (the store entered, a reply read, the batcher's state), never on
+// event (the store entered, a reply read, the batch driver's state), never on
 // how long something took: the store holds a batch until the test
 // releases it, which is past the budget by construction (the loop has
 // given up waiting for it before the test sees its PONG), and the fast
@@ -398,7 +398,7 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 	h := &echoHandler{batches: true}
 	addr, srv := serveServer(t, Config{}, h)
 	a, b := dialLines(t, addr), dialLines(t, addr)
-	for _, c := range []*lineReader{a, b} { // open: the loop's batcher exists
+	for _, c := range []*lineReader{a, b} { // open: the loop's batch driver exists
 		c.send(req("PING"))
 		c.expect("+PONG\r\n")
 	}
@@ -431,7 +431,7 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 	require.True(t, bt.offLoop.Load(), "a batch that took longer than the budget does not bring them back")
 
 	// Off the loop: a's next batch, held at the store, goes to the
-	// batcher's goroutine, and b's, sent meanwhile, waits in its queue,
+	// batch driver's goroutine, and b's, sent meanwhile, waits in its queue,
 	// not on the loop; the loop answers b's PING all along.
 	hold = make(chan struct{})
 	release = sync.OnceFunc(func() { close(hold) })
@@ -448,7 +448,7 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 	b.expect("+PONG\r\n")
 	b.send(echoReq(3))
 	require.Eventually(t, func() bool { return queued() == 1 }, 10*time.Second, time.Millisecond,
-		"b's run waits in the batcher's queue behind a's held batch")
+		"b's run waits in the batch driver's queue behind a's held batch")
 	release()
 	a.expect(":2\r\n")
 	b.expect(":3\r\n")

@@ -38,7 +38,7 @@ func (e *orderEvents) add(s string) {
 }
 
 // OnTraffic reads the byte that arrived and, on the first two connections
-// served, queues a task as the batcher does (GnetLoop.Later).
+// served, queues a task as the batch driver does (GnetLoop.Later).
 func (e *orderEvents) OnTraffic(gc gnet.Conn) gnet.Action {
 	_, _ = gc.Discard(-1)
 	name := gc.Context().(string)
@@ -57,7 +57,7 @@ func (e *orderEvents) OnTraffic(gc gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// TestLoopRunsTasksAfterIO pins the gnet behaviour the batcher relies on
+// TestLoopRunsTasksAfterIO pins the gnet behaviour the batch drivers rely on
 // (docs/serving.md, "The event loop"): a task queued on a loop from an I/O
 // callback (GnetLoop.Later, gnet's EventLoop.Execute) runs only after every
 // I/O callback of that poll round, so a batch started that way collects

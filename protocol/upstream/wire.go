@@ -8,7 +8,7 @@
 // batch held the loop for the round trip, and the sidecar reached only
 // 0.75 of direct EVALSHA's throughput at pipeline 1.
 //
-// Package protocol drives it: its batcher makes one Conn per event loop
+// Package protocol drives it: its wire driver makes one Conn per event loop
 // (New), sends batches on it while it is up (Ready, Send), and hands it
 // the gnet events of its connection (OnOpen, OnTraffic, OnClose), as it
 // does a client's. A Conn answers each Batch once, on the loop.
