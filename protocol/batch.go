@@ -103,7 +103,7 @@ func (b *batch) start(s *Server, loop transport.Loop, d *batchDriver, perCall in
 // run is the batch's goroutine: the store calls, bounded by the watch.
 // After an expiry it sends no more.
 func (b *batch) run(h Handler) {
-	b.watch.Start(b.timeout, func() { b.expire(fmt.Errorf("no answer within %s", b.timeout)) })
+	b.watch.Start(b.timeout, b.watchFired)
 	replies := make([]commands.Reply, len(b.cmds))
 	for start := 0; start < len(b.cmds) && !b.watch.Claimed(); start += b.perCall {
 		end := min(start+b.perCall, len(b.cmds))
@@ -121,6 +121,14 @@ func (b *batch) run(h Handler) {
 	if b.watch.Claim() {
 		b.took = time.Since(b.began)
 		b.finish(replies, false)
+	}
+}
+
+// watchFired is the watch's: it expires the batch when the store has been
+// silent for the timeout.
+func (b *batch) watchFired() {
+	if b.watch.Expired() {
+		b.expire(fmt.Errorf("no answer within %s", b.timeout))
 	}
 }
 

@@ -207,7 +207,9 @@ func (c *conn) runBlock(t tx) {
 	timeout := c.srv.cfg.BackendTimeout
 	w := new(watchdog.Watch)
 	w.Start(timeout, func() {
-		c.answerBlock(t, pk, nil, commands.Unavailable(fmt.Errorf("no answer within %s", timeout)), false)
+		if w.Expired() {
+			c.answerBlock(t, pk, nil, commands.Unavailable(fmt.Errorf("no answer within %s", timeout)), false)
+		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	replies := make([]commands.Reply, len(pk))

@@ -127,7 +127,11 @@ func (u *Conn) OnOpen(gc gnet.Conn) gnet.Action {
 // watchConn watches gc (watch): late runs once the backend may have been
 // silent for the timeout while replies are outstanding.
 func (u *Conn) watchConn(gc gnet.Conn) {
-	u.watch.Start(u.cfg.Wire.Timeout(), func() { u.late(gc) })
+	u.watch.Start(u.cfg.Wire.Timeout(), func() {
+		if u.watch.Expired() {
+			u.late(gc)
+		}
+	})
 	if len(u.sent) == 0 {
 		u.watch.Idle()
 	}

@@ -20,7 +20,8 @@ import (
 // one per call.
 //
 // Start, Heard, Idle, Busy and Silent run on the work's own goroutine (or
-// loop); Claim and Claimed anywhere.
+// loop); Expired on the timer's (Start's fire); Claim and Claimed
+// anywhere.
 type Watch struct {
 	timeout time.Duration
 	begun   time.Time
@@ -29,21 +30,21 @@ type Watch struct {
 	claimed atomic.Bool
 	mu      sync.Mutex
 	timer   *time.Timer // under mu
-	expire  func()      // under mu
 }
 
-// Start watches the store for timeout: expire runs, once, on a goroutine
-// of its own, when the store has been silent that long, unless the work is
-// claimed first. A Watch may be started again once claimed (a connection
-// dialled again).
-func (w *Watch) Start(timeout time.Duration, expire func()) {
+// Start watches the store for timeout: fire runs, on a goroutine of its
+// own, each time the timeout may have passed, and calls Expired, which
+// tells whether it has. (One func for both, so that watching a batch costs
+// one closure, as it did before there was a Watch.) A Watch may be started
+// again once claimed (a connection dialled again).
+func (w *Watch) Start(timeout time.Duration, fire func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.timeout, w.expire, w.begun = timeout, expire, time.Now()
+	w.timeout, w.begun = timeout, time.Now()
 	w.heard.Store(0)
 	w.idle.Store(false)
 	w.claimed.Store(false)
-	w.timer = time.AfterFunc(timeout, w.check)
+	w.timer = time.AfterFunc(timeout, fire)
 }
 
 // Heard notes that the store answered at now: the deadline moves to
@@ -62,21 +63,23 @@ func (w *Watch) Busy(now time.Time) {
 	w.idle.Store(false)
 }
 
+// minIdleCheck bounds how often the timer of an idle watch fires.
+const minIdleCheck = 10 * time.Millisecond
+
 // Silent is how long the store has been silent.
 func (w *Watch) Silent() time.Duration {
 	return time.Since(w.begun) - time.Duration(w.heard.Load())
 }
 
-// minIdleCheck bounds how often the timer of an idle watch fires.
-const minIdleCheck = 10 * time.Millisecond
-
-// check runs when the timeout may have passed since the store was last
-// heard from: it expires the work if it has, else waits for the rest.
-func (w *Watch) check() {
+// Expired is called by Start's fire: it reports whether the store has
+// been silent for the timeout while work waits on it, and then claims the
+// work for the deadline (the caller answers it: -UNAVAILABLE); otherwise
+// it sets the timer again for the rest, and fire runs again then.
+func (w *Watch) Expired() bool {
 	w.mu.Lock()
 	if w.claimed.Load() {
 		w.mu.Unlock()
-		return
+		return false
 	}
 	silent := w.Silent()
 	if w.idle.Load() || silent < w.timeout {
@@ -86,12 +89,10 @@ func (w *Watch) check() {
 		}
 		w.timer.Reset(rest)
 		w.mu.Unlock()
-		return
+		return false
 	}
 	w.mu.Unlock()
-	if w.Claim() {
-		w.expire()
-	}
+	return w.Claim()
 }
 
 // Claim claims the work, for the store (its answer) or the deadline: it

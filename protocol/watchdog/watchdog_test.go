@@ -8,7 +8,11 @@ import (
 // start starts w; the channel is closed when it expires.
 func start(w *Watch, timeout time.Duration) chan struct{} {
 	ch := make(chan struct{})
-	w.Start(timeout, func() { close(ch) })
+	w.Start(timeout, func() {
+		if w.Expired() {
+			close(ch)
+		}
+	})
 	return ch
 }
 
