@@ -16,10 +16,20 @@ import (
 // answered together. A driver makes it (scheduler.go): the wire driver
 // writes it to the loop's own connection to Redis (an upstream.Batch,
 // answered on the loop), and the batch and calls drivers send it to
-// Handler.Batch on a goroutine other than the loop's (start, run), so that
-// whoever sends it waits only as long as it chooses: the loop for
-// onLoopBudget, the batch driver's goroutine and a store that does not
-// batch for the backend timeout.
+// Handler.Batch on a goroutine, as a storeBatch.
+type batch struct {
+	conns []*conn
+	cmds  [][][]byte
+}
+
+// newBatch is the runs of conns as one batch.
+func newBatch(conns []*conn) batch { return batch{conns: conns, cmds: runsOf(conns)} }
+
+// storeBatch is a batch sent to Handler.Batch on a goroutine other than
+// the loop's (start, run), so that whoever sends it waits only as long as
+// it chooses: the loop for onLoopBudget, the batch driver's goroutine and
+// a store that does not batch for the backend timeout. (The wire's batch
+// is the plain one: what is here costs the wire's hot path nothing.)
 //
 // At the store, a batch is bounded by --backend-timeout counted as the
 // store's silence (its watch, package watchdog): when the store has not
@@ -37,11 +47,8 @@ import (
 // deadline; the other's are dropped. The connections are resumed once, by
 // the loop if it still waits on the batch (state), else through the loop's
 // queue.
-type batch struct {
-	conns []*conn
-	cmds  [][][]byte
-
-	// At the store, on a goroutine (start); unused on the wire.
+type storeBatch struct {
+	batch
 	loop     transport.Loop
 	timeout  time.Duration
 	d        *batchDriver // the loop's batch driver, or nil (calls)
@@ -73,14 +80,11 @@ const maxAtStore = 16
 // not batch gets one at a time.
 const maxCallCmds = 1024
 
-// newBatch is the runs of conns as one batch.
-func newBatch(conns []*conn) *batch { return &batch{conns: conns, cmds: runsOf(conns)} }
-
 // start sends b to the store on a goroutine and returns at once: to one of
 // d's workers, or (d nil: a store that does not batch) a goroutine of its
 // own. A loop that will wait for it passes waited (wait); otherwise the
 // batch resumes the connections itself.
-func (b *batch) start(s *Server, loop transport.Loop, d *batchDriver, perCall int, waited bool) {
+func (b *storeBatch) start(s *Server, loop transport.Loop, d *batchDriver, perCall int, waited bool) {
 	b.loop, b.timeout, b.d, b.perCall, b.began = loop, s.cfg.BackendTimeout, d, perCall, time.Now()
 	b.answered = make(chan struct{})
 	if !waited {
@@ -102,7 +106,7 @@ func (b *batch) start(s *Server, loop transport.Loop, d *batchDriver, perCall in
 
 // run is the batch's goroutine: the store calls, bounded by the watch.
 // After an expiry it sends no more.
-func (b *batch) run(h Handler) {
+func (b *storeBatch) run(h Handler) {
 	b.watch.Start(b.timeout, b.watchFired)
 	replies := make([]commands.Reply, len(b.cmds))
 	for start := 0; start < len(b.cmds) && !b.watch.Claimed(); start += b.perCall {
@@ -126,7 +130,7 @@ func (b *batch) run(h Handler) {
 
 // watchFired is the watch's: it expires the batch when the store has been
 // silent for the timeout.
-func (b *batch) watchFired() {
+func (b *storeBatch) watchFired() {
 	if b.watch.Expired() {
 		b.expire(fmt.Errorf("no answer within %s", b.timeout))
 	}
@@ -134,7 +138,7 @@ func (b *batch) watchFired() {
 
 // expire answers every command of the batch with err; the batch is
 // claimed for the deadline.
-func (b *batch) expire(err error) {
+func (b *storeBatch) expire(err error) {
 	r := commands.Unavailable(err)
 	replies := make([]commands.Reply, len(b.cmds))
 	for i := range replies {
@@ -147,7 +151,7 @@ func (b *batch) expire(err error) {
 // and runs are the batch's) and has them resumed. After a late answer the
 // store may still read the runs' arguments: each connection lets go of its
 // copy and makes a new one for its next run.
-func (b *batch) finish(replies []commands.Reply, late bool) {
+func (b *storeBatch) finish(replies []commands.Reply, late bool) {
 	writeReplies(b.conns, replies)
 	if late {
 		for _, c := range b.conns {
@@ -172,7 +176,7 @@ func (b *batch) finish(replies []commands.Reply, late bool) {
 // budget (t is the batch driver's timer). It reports whether the batch was
 // answered in time, in which case its connections are resumed; otherwise
 // the batch resumes them when it is answered, and the loop goes on serving.
-func (b *batch) wait(t *time.Timer, budget time.Duration) bool {
+func (b *storeBatch) wait(t *time.Timer, budget time.Duration) bool {
 	t.Reset(budget)
 	select {
 	case <-b.answered:

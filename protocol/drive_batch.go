@@ -38,10 +38,10 @@ type batchDriver struct {
 	srv     *Server
 	loop    transport.Loop
 	offLoop atomic.Bool
-	timer   *time.Timer  // the loop's wait for a batch; stopped while unused
-	atStore atomic.Int32 // batches still at the store (maxAtStore)
-	work    chan *batch  // unbuffered: a batch for a worker that waits (dispatch)
-	workers atomic.Int32 // workers alive (dispatch)
+	timer   *time.Timer      // the loop's wait for a batch; stopped while unused
+	atStore atomic.Int32     // batches still at the store (maxAtStore)
+	work    chan *storeBatch // unbuffered: a batch for a worker that waits (dispatch)
+	workers atomic.Int32     // workers alive (dispatch)
 
 	pending []*conn // runs for the next batch on the loop; the loop's own
 
@@ -57,7 +57,7 @@ const onLoopBudget = 5 * time.Millisecond
 
 func newBatchDriver(s *Server, loop transport.Loop) *batchDriver {
 	d := &batchDriver{loop: loop, srv: s, timer: time.NewTimer(time.Hour),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), work: make(chan *batch)}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), work: make(chan *storeBatch)}
 	d.timer.Stop()
 	go d.run()
 	return d
@@ -84,7 +84,7 @@ func (d *batchDriver) submit(c *conn) {
 func (d *batchDriver) runOnLoop() {
 	conns := d.pending
 	d.pending = make([]*conn, 0, 2*len(conns))
-	b := newBatch(conns)
+	b := &storeBatch{batch: newBatch(conns)}
 	b.start(d.srv, d.loop, d, maxCallCmds, true)
 	if !b.wait(d.timer, onLoopBudget) {
 		d.offLoop.Store(true)
@@ -124,7 +124,7 @@ func (d *batchDriver) run() {
 			continue
 		}
 		// A quick answer brings the next batches back on the loop (finish).
-		b := newBatch(conns)
+		b := &storeBatch{batch: newBatch(conns)}
 		b.start(d.srv, d.loop, d, maxCallCmds, false)
 		select {
 		case <-b.answered:
@@ -142,7 +142,7 @@ func (d *batchDriver) run() {
 // runtime.newstack; docs/benchmarks.md, "The embedded store's speed"). At
 // most maxAtStore workers live on; past them (a batch that ends while the
 // next is dispatched) a batch gets a goroutine of its own.
-func (d *batchDriver) dispatch(b *batch) {
+func (d *batchDriver) dispatch(b *storeBatch) {
 	select {
 	case d.work <- b:
 		return
@@ -157,7 +157,7 @@ func (d *batchDriver) dispatch(b *batch) {
 }
 
 // worker runs batches until the driver stops.
-func (d *batchDriver) worker(b *batch) {
+func (d *batchDriver) worker(b *storeBatch) {
 	defer d.workers.Add(-1)
 	for {
 		b.run(d.srv.handler)

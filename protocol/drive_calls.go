@@ -17,5 +17,6 @@ func (*callsDriver) landed(int)       {}
 func (*callsDriver) close()           {}
 
 func (d *callsDriver) submit(c *conn) {
-	newBatch([]*conn{c}).start(d.s, c.loop, nil, d.perCall, false)
+	b := &storeBatch{batch: newBatch([]*conn{c})}
+	b.start(d.s, c.loop, nil, d.perCall, false)
 }

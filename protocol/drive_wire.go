@@ -60,7 +60,8 @@ func (w *wireDriver) send() {
 		w.queueOffLoop(conns...)
 		return
 	}
-	w.up.Send(newBatch(conns))
+	b := newBatch(conns)
+	w.up.Send(&b)
 }
 
 func (w *wireDriver) close() {
