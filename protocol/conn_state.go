@@ -35,8 +35,8 @@ type phase uint8
 const (
 	// idle: served as its input arrives.
 	idle phase = iota
-	// atStore: a run of it (or work offloaded with conn.offload) is with
-	// the store. Its input waits in gnet's buffer, unparsed, until the
+	// atStore: a run of it (or work off the loop: conn.offload, EXEC's
+	// block, conn.runBlock) is with the store. Its input waits in gnet's buffer, unparsed, until the
 	// replies are written, so that replies keep the order of requests;
 	// meanwhile out and the run belong to that work.
 	atStore
