@@ -4,8 +4,9 @@
 // client.go, command.go, info.go; what COMMAND DOCS says in package
 // cmddocs), MULTI/EXEC (transaction.go),
 // limits and pipelining, and the drivers that take runs of PK commands to
-// the store in batches (scheduler.go, drive_*.go, batch.go). It hands PK commands to
-// package commands and counts into package stats (counting.go).
+// the store in batches (scheduler.go, drive_*.go, batch.go; bounded by
+// package watchdog). It hands PK commands to package commands and counts
+// into package stats (counting.go).
 //
 // It may not move bytes on sockets or run event loops (package transport),
 // frame or write RESP by hand (package resp), spell an error reply (the
