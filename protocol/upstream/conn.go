@@ -127,6 +127,11 @@ func (u *Conn) OnOpen(gc gnet.Conn) gnet.Action {
 // watchConn watches gc (watch): late runs once the backend may have been
 // silent for the timeout while replies are outstanding.
 func (u *Conn) watchConn(gc gnet.Conn) {
+	select {
+	case <-u.stop: // Close came first: nothing is watched after it
+		return
+	default:
+	}
 	u.watch.Start(u.cfg.Wire.Timeout(), func() {
 		if u.watch.Expired() {
 			u.late(gc)
