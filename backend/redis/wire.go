@@ -172,10 +172,7 @@ type respSink struct {
 
 func (t *respSink) key(ns string, key []byte) {
 	if t.keys {
-		t.dst = append(t.dst, '$')
-		t.dst = strconv.AppendInt(t.dst, int64(t.ks.recordKeyLen(ns, key)), 10)
-		t.dst = t.ks.appendRecordKey(append(t.dst, '\r', '\n'), ns, key)
-		t.dst = append(t.dst, '\r', '\n')
+		t.dst = t.ks.appendBulkRecordKey(t.dst, ns, key)
 	}
 }
 
