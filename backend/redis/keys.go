@@ -39,7 +39,7 @@ func (k keyspace) recordKeyLen(ns string, key []byte, extra int) int {
 // string, for the Wire: one keyCodec call per key, the key scanned once
 // for bytes to escape and copied whole when it holds none. As two codec
 // calls (the length, then the key) each walking the key byte by byte, a
-// key of 14 bytes cost 557 instructions, 5 % of a PK.PREPARE's 10,700 at
+// key of 14 bytes cost 549 instructions, 5 % of a PK.PREPARE's 10,700 at
 // pipeline 16 on redis://; this way 263 (callgrind; docs/benchmarks.md,
 // "Instruction counts").
 func (k keyspace) appendBulkRecordKey(dst []byte, ns string, key []byte) []byte {
