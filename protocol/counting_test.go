@@ -301,3 +301,36 @@ func readBulk(t *testing.T, c *infoClient) string {
 	require.NoError(t, err)
 	return string(body[:n])
 }
+
+// TestInfoCountsRuns: a pipeline of commands that go to the store, of two
+// kinds and mixed outcomes, is counted command by command, latencies
+// included (recordRuns counts a run's like commands together).
+func TestInfoCountsRuns(t *testing.T) {
+	st := oneByOne{failingGets{memory.New(backend.Options{})}}
+	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
+	addr, srv := serveServer(t, Config{Backend: "memory"}, h)
+	c := dialInfo(t, addr)
+	_, err := c.nc.Write([]byte(req("PK.PREPARE", "ns", "a", "v") + req("PK.PREPARE", "ns", "b", "v") +
+		req("PK.PREPARE", "ns", "a", "w") + req("PK.PREPARE", "ns", "c", "v") + req("PK.GET", "ns", "down") +
+		req("PK.GET", "ns", "down") + req("PK.GET", "ns", "x") + req("PK.PREPARE", "ns", "d", "v")))
+	require.NoError(t, err)
+	for _, want := range []string{":1\r\n", ":1\r\n", ":0\r\n", ":1\r\n", "-UNAVAILABLE connection refused\r\n",
+		"-UNAVAILABLE connection refused\r\n", "$-1\r\n", ":1\r\n"} {
+		c.do(want)
+	}
+	_, _, pairs := parseInfo(t, c.info("commandstats", "errorstats"))
+	require.Equal(t, map[string]string{"calls": "5", "rejected_calls": "0", "failed_calls": "0"}, without(pairs["cmdstat_pk.prepare"], "usec", "usec_per_call"))
+	require.Equal(t, map[string]string{"calls": "3", "rejected_calls": "0", "failed_calls": "2"}, without(pairs["cmdstat_pk.get"], "usec", "usec_per_call"))
+	require.Equal(t, map[string]string{"count": "2"}, pairs["errorstat_UNAVAILABLE"])
+	for _, cs := range srv.Stats().Commands {
+		switch cs.Name {
+		case "pk.prepare":
+			require.Equal(t, uint64(4), cs.Outcomes[stats.Outcome1])
+			require.Equal(t, uint64(1), cs.Outcomes[stats.Outcome0])
+			require.Equal(t, uint64(5), cs.Latency.Count())
+		case "pk.get":
+			require.Equal(t, uint64(1), cs.Outcomes[stats.OutcomeNil])
+			require.Equal(t, uint64(3), cs.Latency.Count())
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,4 +77,22 @@ func TestSlot(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.want, slot(tt.key), tt.key)
 	}
+}
+
+// TestAppendBulkRecordKey: the Wire's one codec call per key writes the
+// record key as a RESP bulk string, for both layouts, over keys with and
+// without bytes to escape (the default layout copies those without whole).
+func TestAppendBulkRecordKey(t *testing.T) {
+	keys := []string{"alice", "k:000000123456", "}", "%", "a}b%c", "%7D}%25", "\x00\xff", strings.Repeat("x", 200) + "}"}
+	for _, ks := range []keyCodec{keyspace{prefix: "pk:"}, keyspace{prefix: ""}, wowKeys{head: WowKeyHead}} {
+		for _, ns := range []string{"u", "username"} {
+			for _, k := range keys {
+				rk := ks.recordKey(ns, []byte(k))
+				want := "$" + strconv.Itoa(len(rk)) + "\r\n" + rk + "\r\n"
+				require.Equal(t, "pre"+want, string(ks.appendBulkRecordKey([]byte("pre"), ns, []byte(k))), "%T %q %q", ks, ns, k)
+			}
+		}
+	}
+	require.Equal(t, "$16\r\npk:{u:a%7Db%25c}\r\n", string(keyspace{prefix: "pk:"}.appendBulkRecordKey(nil, "u", []byte("a}b%c"))))
+	require.Equal(t, "$12\r\npk:{u:alice}\r\n", string(keyspace{prefix: "pk:"}.appendBulkRecordKey(nil, "u", []byte("alice"))))
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -51,10 +52,9 @@ func parseLayout(v string) (Layout, error) {
 type keyCodec interface {
 	// recordKey returns the Redis key of (ns, key), in a new string.
 	recordKey(ns string, key []byte) string
-	// recordKeyLen is the length of recordKey(ns, key).
-	recordKeyLen(ns string, key []byte) int
-	// appendRecordKey appends recordKey(ns, key) to dst.
-	appendRecordKey(dst []byte, ns string, key []byte) []byte
+	// appendBulkRecordKey appends recordKey(ns, key) to dst as a RESP
+	// bulk string: the Wire's one codec call per key.
+	appendBulkRecordKey(dst []byte, ns string, key []byte) []byte
 	// parse is recordKey's inverse for namespace ns: false for a Redis
 	// key that recordKey does not make.
 	parse(ns, rkey string) ([]byte, bool)
@@ -106,6 +106,13 @@ func (k wowKeys) appendRecordKey(dst []byte, ns string, key []byte) []byte {
 	dst = append(dst, '.')
 	dst = b64.AppendEncode(dst, key)
 	return append(dst, '}')
+}
+
+func (k wowKeys) appendBulkRecordKey(dst []byte, ns string, key []byte) []byte {
+	dst = append(dst, '$')
+	dst = strconv.AppendInt(dst, int64(k.recordKeyLen(ns, key)), 10)
+	dst = k.appendRecordKey(append(dst, '\r', '\n'), ns, key)
+	return append(dst, '\r', '\n')
 }
 
 func (k wowKeys) nsHead(ns string) string {

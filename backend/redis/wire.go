@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +113,12 @@ func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
 // which Redis runs as one script each. A scan takes round trips of its
 // own (SCAN, then the reads): it is written as a PING, which keeps its
 // place in the stream, and Read hands it back (again) to go through Batch.
+//
+// Each op is encoded twice (encodeBlockOp): its keys, counted with its
+// arguments, then its arguments; the request's head, which holds the
+// counts, goes in before the keys once they are written. A pass only to
+// count, before, was 3 passes, each formatting the op's expiry in a new
+// string.
 func (w *Wire) Append(dst []byte, ops []backend.Op) []byte {
 	for len(ops) > 0 {
 		k := blockSpan(ops)
@@ -123,30 +130,30 @@ func (w *Wire) Append(dst []byte, ops []backend.Op) []byte {
 		}
 		block := ops[:k]
 		ops = ops[k:]
-		var n countSink
+		start := len(dst)
+		keys := respSink{ks: w.s.keys, dst: dst, keys: true}
+		known := true
 		for i := range block {
-			if encodeBlockOp(&n, &block[i]) != nil {
-				// Not an op of package backend. Send a request Redis
-				// refuses, so that a reply still comes for it and Read
-				// reports a failure.
-				n.keys = -1
+			if encodeBlockOp(&keys, &block[i]) != nil {
+				known = false
 				break
 			}
 		}
-		if n.keys < 0 {
-			dst = redcon.AppendArray(dst, 1)
+		if !known {
+			// Not an op of package backend. Send a request Redis refuses,
+			// so that a reply still comes for it and Read reports a
+			// failure.
+			dst = redcon.AppendArray(keys.dst[:start], 1)
 			dst = redcon.AppendBulkString(dst, "EVALSHA")
 			continue
 		}
-		dst = redcon.AppendArray(dst, 4+n.keys+n.args)
-		dst = redcon.AppendBulkString(dst, "EVALSHA")
-		dst = redcon.AppendBulkString(dst, w.s.scripts.block.sha)
-		dst = redcon.AppendBulkInt(dst, int64(n.keys))
-		keys := respSink{ks: w.s.keys, dst: dst, keys: true}
-		for i := range block {
-			_ = encodeBlockOp(&keys, &block[i])
-		}
-		args := respSink{dst: redcon.AppendBulkString(keys.dst, w.s.retention)}
+		var buf [128]byte
+		head := redcon.AppendArray(buf[:0], 4+keys.nkeys+keys.nargs)
+		head = redcon.AppendBulkString(head, "EVALSHA")
+		head = redcon.AppendBulkString(head, w.s.scripts.block.sha)
+		head = redcon.AppendBulkInt(head, int64(keys.nkeys))
+		dst = slices.Insert(keys.dst, start, head...)
+		args := respSink{dst: redcon.AppendBulkString(dst, w.s.retention)}
 		for i := range block {
 			_ = encodeBlockOp(&args, &block[i])
 		}
@@ -155,38 +162,35 @@ func (w *Wire) Append(dst []byte, ops []backend.Op) []byte {
 	return dst
 }
 
-// countSink counts a block's keys and arguments.
-type countSink struct{ keys, args int }
-
-func (t *countSink) key(string, []byte) { t.keys++ }
-func (t *countSink) arg(string)         { t.args++ }
-func (t *countSink) argBytes([]byte)    { t.args++ }
-
-// respSink appends a block's keys (keys set) or its arguments as RESP
-// bulk strings, straight from the ops' buffers.
+// respSink appends a block's keys (keys set), counting them and the
+// arguments, or its arguments, as RESP bulk strings, straight from the
+// ops' buffers.
 type respSink struct {
-	ks   keyCodec
-	dst  []byte
-	keys bool
+	ks           keyCodec
+	dst          []byte
+	keys         bool
+	nkeys, nargs int
 }
 
 func (t *respSink) key(ns string, key []byte) {
 	if t.keys {
-		t.dst = append(t.dst, '$')
-		t.dst = strconv.AppendInt(t.dst, int64(t.ks.recordKeyLen(ns, key)), 10)
-		t.dst = t.ks.appendRecordKey(append(t.dst, '\r', '\n'), ns, key)
-		t.dst = append(t.dst, '\r', '\n')
+		t.dst = t.ks.appendBulkRecordKey(t.dst, ns, key)
+		t.nkeys++
 	}
 }
 
 func (t *respSink) arg(a string) {
-	if !t.keys {
+	if t.keys {
+		t.nargs++
+	} else {
 		t.dst = redcon.AppendBulkString(t.dst, a)
 	}
 }
 
 func (t *respSink) argBytes(a []byte) {
-	if !t.keys {
+	if t.keys {
+		t.nargs++
+	} else {
 		t.dst = redcon.AppendBulk(t.dst, a)
 	}
 }
