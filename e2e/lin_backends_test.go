@@ -250,7 +250,7 @@ func TestLinearizabilityCatchesBrokenPrepare(t *testing.T) {
 	t.Parallel()
 	seed := linSeed(t)
 	st := brokenPrepare{memory.New(backend.Options{})}
-	srv := protocol.New(protocol.Config{}, commands.New(st, commands.DefaultLimits, nil), st)
+	srv := protocol.New(protocol.Config{Drive: backend.DriveInline}, commands.New(st, commands.DefaultLimits, nil), st)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()
@@ -270,11 +270,22 @@ func TestLinearizabilityCatchesBrokenPrepare(t *testing.T) {
 // liveness.
 type brokenPrepare struct{ *memory.Store }
 
-func (b brokenPrepare) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
-	if _, err := b.Store.Rollback(ctx, ns, key, backend.Cond{}); err != nil {
-		return false, err
+func (b brokenPrepare) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	if iso == backend.Isolated {
+		return b.Store.Run(ctx, ops, res, iso)
 	}
-	return b.Store.Prepare(ctx, ns, key, value, exp)
+	for i, op := range ops {
+		if op.Kind == backend.OpPrepare { // whatever holds the key goes first
+			rb := []backend.Op{{Kind: backend.OpRollback, NS: op.NS, Key: op.Key}}
+			if err := b.Store.Run(ctx, rb, make([]backend.Result, 1), backend.Pipelined); err != nil {
+				return err
+			}
+		}
+		if err := b.Store.Run(ctx, ops[i:i+1], res[i:i+1], iso); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // requireRedisServer skips (fails on CI) when redis-server is not installed.

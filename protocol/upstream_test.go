@@ -160,9 +160,6 @@ type batchingMemory struct {
 	hold, entered chan struct{}
 }
 
-// Drive: the tests reach it over lineWire.
-func (m *batchingMemory) Drive() backend.Drive { return backend.DriveWire }
-
 func (m *batchingMemory) holdNext(hold, entered chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -179,21 +176,23 @@ func (m *batchingMemory) wait() {
 	}
 }
 
-// Prepare is the store's for a batch of one (Handler.Batch calls Do).
-func (m *batchingMemory) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+// Run takes prepares only, a batch of one (Handler.Batch calls Do) or
+// more; a transaction block is the memory store's.
+func (m *batchingMemory) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	if iso == backend.Isolated {
+		return m.Store.Run(ctx, ops, res, iso)
+	}
 	m.wait()
-	return m.Store.Prepare(ctx, ns, key, value, exp)
-}
-
-func (m *batchingMemory) Batch(ctx context.Context, ops []backend.Op, res []backend.Result) {
-	m.wait()
-	for i, op := range ops {
-		if op.Kind != backend.OpPrepare {
+	for i := range ops {
+		if ops[i].Kind != backend.OpPrepare {
 			res[i].Err = errors.New("batchingMemory: only prepare")
 			continue
 		}
-		res[i].OK, res[i].Err = m.Store.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
+		if err := m.Store.Run(ctx, ops[i:i+1], res[i:i+1], iso); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // serveWire starts a server whose store is reached over lineWire, with a
@@ -206,6 +205,7 @@ func serveWire(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, s
 func serveWireStore(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, string, *Server, *batchingMemory) {
 	b := startLineBackend(t)
 	cfg.Wire = lineWire{addr: b.ln.Addr().String(), timeout: timeout}
+	cfg.Drive = backend.DriveWire // the tests reach it over lineWire
 	m := &batchingMemory{Store: memory.New(backend.Options{})}
 	addr, srv := serveServer(t, cfg, commands.New(m, commands.DefaultLimits, nil))
 	return b, addr, srv, m
@@ -446,7 +446,7 @@ func TestWireShutdown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	h := commands.New(&batchingMemory{Store: memory.New(backend.Options{})}, commands.DefaultLimits, nil)
-	srv := New(Config{Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
+	srv := New(Config{Drive: backend.DriveWire, Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a, idle := dialLines(t, ln.Addr().String()), dialLines(t, ln.Addr().String())

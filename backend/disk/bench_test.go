@@ -47,7 +47,7 @@ func BenchmarkPrepareParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			key := fmt.Appendf(nil, "k:%d", rand.IntN(1_000_000))
-			if _, err := s.Prepare(ctx, "ns", key, []byte("v"), backend.Expiry{}); err != nil {
+			if _, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", key, []byte("v"), backend.Expiry{}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -63,7 +63,7 @@ func BenchmarkPrepareSerial(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := s.Prepare(ctx, "ns", fmt.Appendf(nil, "k:%d", i), []byte("v"), backend.Expiry{}); err != nil {
+		if _, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", fmt.Appendf(nil, "k:%d", i), []byte("v"), backend.Expiry{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func BenchmarkGetParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, _, err := s.Get(ctx, "ns", fmt.Appendf(nil, "k:%d", rand.IntN(keys+keys/10))); err != nil {
+			if _, _, err := (backend.Calls{Runner: s}).Get(ctx, "ns", fmt.Appendf(nil, "k:%d", rand.IntN(keys+keys/10))); err != nil {
 				b.Error(err)
 				return
 			}
@@ -119,10 +119,10 @@ func BenchmarkPreparePipelined(b *testing.B) {
 				res := make([]backend.Result, tc.depth)
 				flush := func() bool {
 					if tc.batch {
-						s.Batch(ctx, ops, res)
+						s.Run(ctx, ops, res, backend.Pipelined)
 					} else {
 						for i, op := range ops {
-							res[i].OK, res[i].Err = s.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
+							res[i].OK, res[i].Err = (backend.Calls{Runner: s}).Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
 						}
 					}
 					for _, r := range res[:len(ops)] {
@@ -172,7 +172,7 @@ func BenchmarkSignUpExec(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		res := make([]backend.Result, 2)
 		for pb.Next() {
-			if err := s.Exec(ctx, signUp(), res); err != nil {
+			if err := s.Run(ctx, signUp(), res, backend.Isolated); err != nil {
 				b.Error(err)
 				return
 			}
@@ -189,7 +189,7 @@ func BenchmarkSignUpBatch(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		res := make([]backend.Result, 2)
 		for pb.Next() {
-			s.Batch(ctx, signUp(), res)
+			s.Run(ctx, signUp(), res, backend.Pipelined)
 			if res[0].Err != nil {
 				b.Error(res[0].Err)
 				return

@@ -299,10 +299,6 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Drive declares that the store takes batches: the commands of many
-// clients share one commit, one fsync (Batch).
-func (s *Store) Drive() backend.Drive { return backend.DriveBatch }
-
 // Ping reports whether the store serves commands: it is open and a read
 // goes through.
 func (s *Store) Ping(ctx context.Context) error {

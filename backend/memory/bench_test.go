@@ -10,7 +10,8 @@ import (
 )
 
 // BenchmarkPrepareParallel reserves random keys from every P at once, as a
-// sidecar under redis-benchmark -r does.
+// sidecar under redis-benchmark -r does: each a Run of one op, in lists
+// reused as commands.Handler reuses them.
 func BenchmarkPrepareParallel(b *testing.B) {
 	s := New(backend.Options{})
 	b.Cleanup(func() { _ = s.Close() })
@@ -20,10 +21,12 @@ func BenchmarkPrepareParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		key := make([]byte, 0, 32)
+		ops, res := make([]backend.Op, 1), make([]backend.Result, 1)
 		for pb.Next() {
 			key = strconv.AppendUint(append(key[:0], "k:"...), rand.Uint64N(1_000_000), 10)
-			if _, err := s.Prepare(ctx, "ns", key, value, exp); err != nil {
-				b.Fatal(err)
+			ops[0] = backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: key, Value: value, Exp: exp}
+			if err := s.Run(ctx, ops, res, backend.Pipelined); err != nil || res[0].Err != nil {
+				b.Fatal(err, res[0].Err)
 			}
 		}
 	})

@@ -52,10 +52,13 @@ func planFor(movable bool) clockPlan {
 // env is one fresh store under test with helpers that fail the test on any
 // store error: a store error is never an answer.
 type env struct {
-	t    *testing.T
-	h    Harness
-	ctx  context.Context
-	plan clockPlan
+	t *testing.T
+	h Harness
+	// calls are the store's per-command calls, each one op through its
+	// Run, as the sidecar runs a command alone.
+	calls backend.Calls
+	ctx   context.Context
+	plan  clockPlan
 
 	// want is the ttlAt that the last expiry built by after or at should
 	// give; Forever until one is built.
@@ -74,11 +77,9 @@ func newEnv(t *testing.T, newStore NewStore, retention time.Duration) *env {
 	h := newStore(t, backend.Options{Retention: retention})
 	require.NotNil(t, h.Store, "NewStore returned no store")
 	if h.Values != nil {
-		_, batches := h.Store.(batcher)
-		require.False(t, batches, "Harness.Values does not wrap a store's Batch")
 		h.Store = wrapValues(h.Store, h.Values)
 	}
-	return &env{t: t, h: h, ctx: t.Context(), plan: planFor(h.Advance != nil)}
+	return &env{t: t, h: h, calls: backend.Calls{Runner: h.Store}, ctx: t.Context(), plan: planFor(h.Advance != nil)}
 }
 
 // textKeys leaves out of keys those the store cannot take
@@ -150,35 +151,35 @@ var (
 
 func (e *env) prepare(ns, key, value string, exp backend.Expiry) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Prepare(e.ctx, ns, []byte(key), []byte(value), exp)
+	ok, err := e.calls.Prepare(e.ctx, ns, []byte(key), []byte(value), exp)
 	require.NoError(e.t, err, "Prepare(%q, %q)", ns, key)
 	return ok
 }
 
 func (e *env) get(ns, key string) (backend.Record, bool) {
 	e.t.Helper()
-	rec, ok, err := e.h.Store.Get(e.ctx, ns, []byte(key))
+	rec, ok, err := e.calls.Get(e.ctx, ns, []byte(key))
 	require.NoError(e.t, err, "Get(%q, %q)", ns, key)
 	return rec, ok
 }
 
 func (e *env) rollback(ns, key string, ifeq backend.Cond) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Rollback(e.ctx, ns, []byte(key), ifeq)
+	ok, err := e.calls.Rollback(e.ctx, ns, []byte(key), ifeq)
 	require.NoError(e.t, err, "Rollback(%q, %q)", ns, key)
 	return ok
 }
 
 func (e *env) reprepare(ns, key, value string, ifeq backend.Cond, exp backend.Expiry) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Reprepare(e.ctx, ns, []byte(key), []byte(value), ifeq, exp)
+	ok, err := e.calls.Reprepare(e.ctx, ns, []byte(key), []byte(value), ifeq, exp)
 	require.NoError(e.t, err, "Reprepare(%q, %q)", ns, key)
 	return ok
 }
 
 func (e *env) move(ns, newKey, newValue, oldKey, oldValue string, exp backend.Expiry) backend.MoveResult {
 	e.t.Helper()
-	res, err := e.h.Store.Move(e.ctx, ns, []byte(newKey), []byte(newValue), []byte(oldKey), []byte(oldValue), exp)
+	res, err := e.calls.Move(e.ctx, ns, []byte(newKey), []byte(newValue), []byte(oldKey), []byte(oldValue), exp)
 	require.NoError(e.t, err, "Move(%q, %q from %q)", ns, newKey, oldKey)
 	return res
 }

@@ -199,11 +199,11 @@ func testRaceScan(t *testing.T, e *env) {
 			for i := 0; !stop.Load(); i++ {
 				// Keys between and around the stable ones.
 				k := []byte(fmt.Sprintf("k%04d", (2*(i*7+w*101)+1)%(2*stable+20)))
-				if _, err := e.h.Store.Prepare(e.ctx, ns, k, []byte("churn"), backend.Expiry{}); err != nil {
+				if _, err := e.calls.Prepare(e.ctx, ns, k, []byte("churn"), backend.Expiry{}); err != nil {
 					errs <- err
 					return
 				}
-				if _, err := e.h.Store.Rollback(e.ctx, ns, k, backend.IfEq([]byte("churn"))); err != nil {
+				if _, err := e.calls.Rollback(e.ctx, ns, k, backend.IfEq([]byte("churn"))); err != nil {
 					errs <- err
 					return
 				}

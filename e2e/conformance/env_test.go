@@ -94,21 +94,21 @@ var (
 
 func (e *env) prepare(ns, key, value string, exp backend.Expiry) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Prepare(e.ctx, ns, []byte(key), []byte(value), exp)
+	ok, err := (backend.Calls{Runner: e.h.Store}).Prepare(e.ctx, ns, []byte(key), []byte(value), exp)
 	require.NoError(e.t, err, "Prepare(%q, %q)", ns, key)
 	return ok
 }
 
 func (e *env) get(ns, key string) (backend.Record, bool) {
 	e.t.Helper()
-	rec, ok, err := e.h.Store.Get(e.ctx, ns, []byte(key))
+	rec, ok, err := (backend.Calls{Runner: e.h.Store}).Get(e.ctx, ns, []byte(key))
 	require.NoError(e.t, err, "Get(%q, %q)", ns, key)
 	return rec, ok
 }
 
 func (e *env) rollback(ns, key string, ifeq backend.Cond) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Rollback(e.ctx, ns, []byte(key), ifeq)
+	ok, err := (backend.Calls{Runner: e.h.Store}).Rollback(e.ctx, ns, []byte(key), ifeq)
 	require.NoError(e.t, err, "Rollback(%q, %q)", ns, key)
 	return ok
 }
