@@ -12,7 +12,7 @@ import (
 )
 
 // batchChunk bounds the ops committed together, and so the stripes one
-// Batch holds at once (two per Move): a client pipelining thousands of
+// pipeline holds at once (two per Move): a client pipelining thousands of
 // commands gets one commit per chunk instead of locking most of the store
 // until a single fsync. Pipelines of redis-benchmark -P 16 and of client
 // libraries are far below it.
@@ -88,7 +88,7 @@ func (s *Store) one(ctx context.Context, op *backend.Op) backend.Result {
 // len(ops)). The outcome is that of running them one at a time in order:
 // each is atomic, and each sees the effects of those before it.
 //
-// They share one synced commit (per batchChunk ops): Batch takes the
+// They share one synced commit (per batchChunk ops): pipeline takes the
 // stripes of every key involved, deduplicated and in index order (the order
 // Move takes its two, so batches, Moves and single commands cannot
 // deadlock), runs the ops in order through one indexed batch so that a read
@@ -246,9 +246,9 @@ func (s *Store) recordKeys(ops []backend.Op) (keys [][2][]byte, idx []int) {
 // the stripes of every key of the block in index order (no deadlock with
 // Moves, batches or other blocks), runs the ops in order through one
 // indexed batch, so each sees the writes of those before it, commits that
-// batch with one fsync and only then lets go of the stripes. Unlike Batch
-// it is never split, and a failure of any op drops the whole batch: the
-// block is then not written at all and Exec returns the error.
+// batch with one fsync and only then lets go of the stripes. Unlike a
+// pipeline it is never split, and a failure of any op drops the whole
+// batch: the block is then not written at all and the error is returned.
 func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Result) error {
 	keys, idx := s.recordKeys(ops)
 	if s.space.waiting.Load() {

@@ -32,6 +32,16 @@ func setClients(b *testing.B, n int) {
 	b.SetParallelism(max(1, n/runtime.GOMAXPROCS(0)))
 }
 
+// runOne runs op alone through Run, in the one-op lists ops and res that
+// the caller reuses, as commands.Handler runs a command alone.
+func runOne(ctx context.Context, s *Store, ops []backend.Op, res []backend.Result, op backend.Op) backend.Result {
+	ops[0] = op
+	if err := s.Run(ctx, ops, res, backend.Pipelined); err != nil {
+		return backend.Result{Err: err}
+	}
+	return res[0]
+}
+
 func reportOps(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
@@ -45,10 +55,11 @@ func BenchmarkPrepareParallel(b *testing.B) {
 	setClients(b, clients)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
+		ops, res := make([]backend.Op, 1), make([]backend.Result, 1)
 		for pb.Next() {
 			key := fmt.Appendf(nil, "k:%d", rand.IntN(1_000_000))
-			if _, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", key, []byte("v"), backend.Expiry{}); err != nil {
-				b.Error(err)
+			if r := runOne(ctx, s, ops, res, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: key, Value: []byte("v")}); r.Err != nil {
+				b.Error(r.Err)
 				return
 			}
 		}
@@ -61,10 +72,11 @@ func BenchmarkPrepareParallel(b *testing.B) {
 func BenchmarkPrepareSerial(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
+	ops, res := make([]backend.Op, 1), make([]backend.Result, 1)
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", fmt.Appendf(nil, "k:%d", i), []byte("v"), backend.Expiry{}); err != nil {
-			b.Fatal(err)
+		if r := runOne(ctx, s, ops, res, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: fmt.Appendf(nil, "k:%d", i), Value: []byte("v")}); r.Err != nil {
+			b.Fatal(r.Err)
 		}
 	}
 	reportOps(b)
@@ -84,9 +96,10 @@ func BenchmarkGetParallel(b *testing.B) {
 	setClients(b, clients)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
+		ops, res := make([]backend.Op, 1), make([]backend.Result, 1)
 		for pb.Next() {
-			if _, _, err := (backend.Calls{Runner: s}).Get(ctx, "ns", fmt.Appendf(nil, "k:%d", rand.IntN(keys+keys/10))); err != nil {
-				b.Error(err)
+			if r := runOne(ctx, s, ops, res, backend.Op{Kind: backend.OpGet, NS: "ns", Key: fmt.Appendf(nil, "k:%d", rand.IntN(keys+keys/10))}); r.Err != nil {
+				b.Error(r.Err)
 				return
 			}
 		}
@@ -96,9 +109,9 @@ func BenchmarkGetParallel(b *testing.B) {
 
 // BenchmarkPreparePipelined is PK.PREPARE of random keys from ~50 clients
 // that pipeline depth commands each (redis-benchmark -P depth): "single"
-// runs each through Prepare with its own commit, as a store without Batch
-// would (pebble's group commit still shares fsyncs between clients);
-// "batch" hands each client's depth commands to Batch, one commit for all.
+// runs each alone (a Run of one op) with its own commit, as a store without
+// batches would (pebble's group commit still shares fsyncs between clients);
+// "batch" hands each client's depth commands to one Run, one commit for all.
 func BenchmarkPreparePipelined(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
@@ -117,12 +130,13 @@ func BenchmarkPreparePipelined(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				ops := make([]backend.Op, 0, tc.depth)
 				res := make([]backend.Result, tc.depth)
+				one, oneRes := make([]backend.Op, 1), make([]backend.Result, 1)
 				flush := func() bool {
 					if tc.batch {
 						s.Run(ctx, ops, res, backend.Pipelined)
 					} else {
 						for i, op := range ops {
-							res[i].OK, res[i].Err = (backend.Calls{Runner: s}).Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
+							res[i] = runOne(ctx, s, one, oneRes, op)
 						}
 					}
 					for _, r := range res[:len(ops)] {
@@ -160,9 +174,9 @@ func signUp() []backend.Op {
 	}
 }
 
-// BenchmarkSignUpExec runs sign-ups as transactions (Exec: isolated) from
+// BenchmarkSignUpExec runs sign-ups as transactions (Run, Isolated) from
 // ~50 clients; BenchmarkSignUpBatch runs the same two commands as a
-// pipeline (Batch: each atomic alone). Side by side they give the cost of
+// pipeline (Run, Pipelined: each atomic alone). Side by side they give the cost of
 // isolation. A block counts as one op.
 func BenchmarkSignUpExec(b *testing.B) {
 	s := benchStore(b)

@@ -154,10 +154,8 @@ func (s *Store) planBlocks(ops []Op, res []Result) []block {
 		bySlot = map[uint16]int{}
 	}
 	for i := range ops {
-		switch ops[i].Kind {
-		case OpPrepare, OpGet, OpRollback, OpReprepare, OpMove, OpMPrepare:
-		default:
-			res[i].Err = fmt.Errorf("redis: batch: unknown op kind %d", ops[i].Kind)
+		if !ops[i].Kind.Runs() {
+			res[i].Err = backend.UnknownOp("redis: batch", ops[i].Kind)
 			continue
 		}
 		g := 0
