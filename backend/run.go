@@ -34,18 +34,28 @@ func (iso Isolation) String() string {
 	return "pipelined"
 }
 
-// Runner is the one call that takes PK commands to a store (the contract
-// is commands.Store, declared by its consumer; every store has Run).
+// Runner is how PK commands are taken to a store (the contract is
+// commands.Store, declared by its consumer; every store is a Runner): a
+// list of ops at once, Run, or one alone, RunOne.
 //
 // Run runs ops and sets res[i] to the outcome of ops[i] (len(res) is at
-// least len(ops)), as iso says. ops never holds an OpScan: a scan is many
-// reads, never one step, and is a method of its own (commands.Store.Scan).
-// The ops alias the caller's buffers (a connection's read buffer): a store
-// that keeps a key or value past the call copies it. A Run of one op is the
-// sidecar's path for a command alone, and costs what a call of that
-// command alone costs: every store keeps a fast path for it.
+// least len(ops)), as iso says. RunOne runs op alone and returns its
+// outcome: Run of that one op, Pipelined. Neither ever gets an OpScan: a
+// scan is many reads, never one step, and is a method of its own
+// (commands.Store.Scan). The ops alias the caller's buffers (a
+// connection's read buffer): a store that keeps a key or value past the
+// call copies it.
+//
+// RunOne is the sidecar's path for a command alone (every command on the
+// event loop, DriveInline). It takes the op by value and returns the
+// result by value so that it costs what a call of that command alone cost
+// before ops were data: Run's lists escape through the interface call, so
+// a Run of one op cost a command alone either an allocation or a pooled
+// pair of lists and the write barriers of copying the op into it and
+// clearing it (measured on memory:, commands.BenchmarkDo: +20% a PK.GET).
 type Runner interface {
 	Run(ctx context.Context, ops []Op, res []Result, iso Isolation) error
+	RunOne(ctx context.Context, op Op) Result
 }
 
 // NotIsolated is a store's refusal to run a transaction block (EXEC, a
@@ -58,8 +68,7 @@ func (e *NotIsolated) Error() string { return "transaction not isolated: " + e.R
 
 // RunEach runs ops one at a time with one, in order, each atomic on its
 // own: Run with Pipelined for a store that has no batch of its ops
-// (MongoDB: one atomic document operation per command; memory: each op
-// under its own shard locks).
+// (MongoDB: one atomic document operation per command).
 func RunEach(ctx context.Context, ops []Op, res []Result, one func(context.Context, *Op) Result) {
 	for i := range ops {
 		res[i] = one(ctx, &ops[i])
@@ -71,21 +80,13 @@ func UnknownOp(store string, k OpKind) error {
 	return fmt.Errorf("%s: unknown op kind %d", store, k)
 }
 
-// Calls is the per-command adapter over a store's Run: each method is one
-// op, run alone (Pipelined). It is how tests and tools call a store one
+// Calls is the per-command adapter over a store's Runner: each method is
+// one op, run alone (RunOne). It is how tests and tools call a store one
 // command at a time (storetest, each backend's own tests); the sidecar
-// hands Run its ops itself (commands.Handler).
+// hands the store its ops itself (commands.Handler).
 type Calls struct{ Runner }
 
-// one runs op alone. A Pipelined Run reports failures in res; an error
-// from Run (a store that broke the contract) is the op's failure too.
-func (c Calls) one(ctx context.Context, op Op) Result {
-	ops, res := []Op{op}, make([]Result, 1)
-	if err := c.Run(ctx, ops, res, Pipelined); err != nil {
-		return Result{Err: err}
-	}
-	return res[0]
-}
+func (c Calls) one(ctx context.Context, op Op) Result { return c.RunOne(ctx, op) }
 
 // Prepare reserves key for value when no live record holds it (an expired
 // one is replaced). exp.Kind is never KeepTTL.

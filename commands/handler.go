@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/prepkey/prepkey/backend"
@@ -51,8 +50,6 @@ type Handler struct {
 	now    func() time.Time
 	byName map[string]*Spec
 	sec    secrets
-	// singles holds *single, the lists of a command alone (exec).
-	singles sync.Pool
 	// argCheck is the store layout's own check of a command's store call
 	// (ArgRules); nil when the layout takes what the contract allows.
 	argCheck func(op *backend.Op) error
@@ -77,7 +74,6 @@ func New(store Store, limits Limits, now func() time.Time) *Handler {
 		now = time.Now
 	}
 	h := &Handler{store: store, limits: limits, now: now, byName: make(map[string]*Spec, len(specs))}
-	h.singles.New = func() any { return new(single) }
 	for i := range specs {
 		h.byName[specs[i].Name] = &specs[i]
 	}
@@ -131,37 +127,15 @@ func (h *Handler) parse(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
 	return op, r, ok
 }
 
-// exec makes one store call: a scan (Store.Scan, scan.go) or one op,
-// through Run like any other list of ops. The op and its result go
-// through Run in the handler's one-op lists (single), reused: a Run's
-// arguments escape (an interface call), and a list made for each command
-// would cost every command alone an allocation that the store's own call
-// did not.
+// exec makes one store call: a scan (Store.Scan, scan.go) or one op
+// alone (Store.RunOne).
 func (h *Handler) exec(ctx context.Context, op backend.Op) backend.Result {
 	if op.Kind == backend.OpScan {
 		var res backend.Result
 		res.Page, res.Err = h.scan(ctx, op)
 		return res
 	}
-	one := h.singles.Get().(*single)
-	one.op[0] = op
-	var res backend.Result
-	if err := h.store.Run(ctx, one.op[:], one.res[:], backend.Pipelined); err != nil {
-		res.Err = err // a store outside the contract: Pipelined fails per op
-	} else {
-		res = one.res[0]
-	}
-	// Clear them before the next command: the pool must not hold on to
-	// this command's arguments (a connection's buffer) or its answer.
-	*one = single{}
-	h.singles.Put(one)
-	return res
-}
-
-// single is the one-op lists of a command alone (exec).
-type single struct {
-	op  [1]backend.Op
-	res [1]backend.Result
+	return h.store.RunOne(ctx, op)
 }
 
 // lookup finds a command by name without allocating: names are short, and a

@@ -72,6 +72,8 @@ func (f *fakeStore) Run(ctx context.Context, ops []backend.Op, res []backend.Res
 	return nil
 }
 
+func (f *fakeStore) RunOne(ctx context.Context, op backend.Op) backend.Result { return f.one(ctx, &op) }
+
 func (f *fakeStore) one(_ context.Context, op *backend.Op) (r backend.Result) {
 	switch op.Kind {
 	case backend.OpPrepare:

@@ -7,9 +7,9 @@ import (
 )
 
 // Store is what the PK commands need from a backend: one call that takes a
-// list of ops (Run: a command alone, a pipeline, the runs of several
-// clients together, a transaction block with backend.Isolated), plus the
-// reads that are not ops. Each op is one atomic step on the store (but
+// list of ops (Run: a pipeline, the runs of several clients together, a
+// transaction block with backend.Isolated) and its shape for one op
+// (RunOne: a command alone), plus the reads that are not ops. Each op is one atomic step on the store (but
 // Move and MPrepare, where a backend documents otherwise); the per-command
 // calls over Run are backend.Calls, for tests and tools.
 //
@@ -30,6 +30,10 @@ type Store interface {
 	// (backend.Isolated: an error is the whole block's, a
 	// *backend.NotIsolated when nothing ran). See backend.Runner.
 	Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error
+	// RunOne runs op alone (never an OpScan): Run of that one op,
+	// Pipelined, without the lists, so that a command alone costs no
+	// allocation (see backend.Runner).
+	RunOne(ctx context.Context, op backend.Op) backend.Result
 	// Scan returns the next records of namespace ns, live or expired but
 	// retained, from pos (nil: the start), about count of them. Every
 	// record present and unchanged from the first call to the last is

@@ -270,20 +270,21 @@ func TestLinearizabilityCatchesBrokenPrepare(t *testing.T) {
 // liveness.
 type brokenPrepare struct{ *memory.Store }
 
+func (b brokenPrepare) RunOne(ctx context.Context, op backend.Op) backend.Result {
+	if op.Kind == backend.OpPrepare { // whatever holds the key goes first
+		if r := b.Store.RunOne(ctx, backend.Op{Kind: backend.OpRollback, NS: op.NS, Key: op.Key}); r.Err != nil {
+			return r
+		}
+	}
+	return b.Store.RunOne(ctx, op)
+}
+
 func (b brokenPrepare) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
 	if iso == backend.Isolated {
 		return b.Store.Run(ctx, ops, res, iso)
 	}
 	for i, op := range ops {
-		if op.Kind == backend.OpPrepare { // whatever holds the key goes first
-			rb := []backend.Op{{Kind: backend.OpRollback, NS: op.NS, Key: op.Key}}
-			if err := b.Store.Run(ctx, rb, make([]backend.Result, 1), backend.Pipelined); err != nil {
-				return err
-			}
-		}
-		if err := b.Store.Run(ctx, ops[i:i+1], res[i:i+1], iso); err != nil {
-			return err
-		}
+		res[i] = b.RunOne(ctx, op)
 	}
 	return nil
 }

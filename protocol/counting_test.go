@@ -23,6 +23,13 @@ import (
 // backend that is away would.
 type failingGets struct{ *memory.Store }
 
+func (f failingGets) RunOne(ctx context.Context, op backend.Op) backend.Result {
+	if op.Kind == backend.OpGet && string(op.Key) == "down" {
+		return backend.Result{Err: errors.New("connection refused")}
+	}
+	return f.Store.RunOne(ctx, op)
+}
+
 func (f failingGets) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
 	if err := f.Store.Run(ctx, ops, res, iso); err != nil {
 		return err

@@ -149,8 +149,9 @@ func (w lineWire) Lost(op backend.Op, cause error) error {
 func (w lineWire) Late() error            { return errors.New("no answer") }
 func (w lineWire) Timeout() time.Duration { return w.timeout }
 
-// batchingMemory is the memory store as a Batcher, so that the handler
-// batches and the server gives each loop an upstream. It is where runs go
+// batchingMemory is the memory store served as a batching store (the
+// tests drive it DriveWire), so that the server gives each loop an
+// upstream. It is where runs go
 // while the upstream is down, and where "again" sends an op.
 // holdNext makes the next store calls wait until hold is closed, after a
 // send on entered.
@@ -176,8 +177,16 @@ func (m *batchingMemory) wait() {
 	}
 }
 
-// Run takes prepares only, a batch of one (Handler.Batch calls Do) or
-// more; a transaction block is the memory store's.
+// RunOne takes a prepare only: a batch of one (Handler.Batch calls Do).
+func (m *batchingMemory) RunOne(ctx context.Context, op backend.Op) backend.Result {
+	m.wait()
+	if op.Kind != backend.OpPrepare {
+		return backend.Result{Err: errors.New("batchingMemory: only prepare")}
+	}
+	return m.Store.RunOne(ctx, op)
+}
+
+// Run takes prepares only; a transaction block is the memory store's.
 func (m *batchingMemory) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
 	if iso == backend.Isolated {
 		return m.Store.Run(ctx, ops, res, iso)
@@ -188,9 +197,7 @@ func (m *batchingMemory) Run(ctx context.Context, ops []backend.Op, res []backen
 			res[i].Err = errors.New("batchingMemory: only prepare")
 			continue
 		}
-		if err := m.Store.Run(ctx, ops[i:i+1], res[i:i+1], iso); err != nil {
-			return err
-		}
+		res[i] = m.Store.RunOne(ctx, ops[i])
 	}
 	return nil
 }

@@ -34,6 +34,9 @@ func (s *Store) Run(ctx context.Context, ops []backend.Op, res []backend.Result,
 	return nil
 }
 
+// RunOne implements commands.Store: op alone (one).
+func (s *Store) RunOne(ctx context.Context, op backend.Op) backend.Result { return s.one(ctx, &op) }
+
 // one runs op alone: it takes the stripes of its keys (both of a Move's in
 // index order, every entry's of an MPrepare, as pipeline takes them, so
 // that neither deadlocks the other), runs op on a txn of its own that reads

@@ -32,16 +32,6 @@ func setClients(b *testing.B, n int) {
 	b.SetParallelism(max(1, n/runtime.GOMAXPROCS(0)))
 }
 
-// runOne runs op alone through Run, in the one-op lists ops and res that
-// the caller reuses, as commands.Handler runs a command alone.
-func runOne(ctx context.Context, s *Store, ops []backend.Op, res []backend.Result, op backend.Op) backend.Result {
-	ops[0] = op
-	if err := s.Run(ctx, ops, res, backend.Pipelined); err != nil {
-		return backend.Result{Err: err}
-	}
-	return res[0]
-}
-
 func reportOps(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
@@ -55,10 +45,9 @@ func BenchmarkPrepareParallel(b *testing.B) {
 	setClients(b, clients)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		ops, res := make([]backend.Op, 1), make([]backend.Result, 1)
 		for pb.Next() {
 			key := fmt.Appendf(nil, "k:%d", rand.IntN(1_000_000))
-			if r := runOne(ctx, s, ops, res, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: key, Value: []byte("v")}); r.Err != nil {
+			if r := s.RunOne(ctx, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: key, Value: []byte("v")}); r.Err != nil {
 				b.Error(r.Err)
 				return
 			}
@@ -72,10 +61,9 @@ func BenchmarkPrepareParallel(b *testing.B) {
 func BenchmarkPrepareSerial(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	ops, res := make([]backend.Op, 1), make([]backend.Result, 1)
 	b.ResetTimer()
 	for i := range b.N {
-		if r := runOne(ctx, s, ops, res, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: fmt.Appendf(nil, "k:%d", i), Value: []byte("v")}); r.Err != nil {
+		if r := s.RunOne(ctx, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: fmt.Appendf(nil, "k:%d", i), Value: []byte("v")}); r.Err != nil {
 			b.Fatal(r.Err)
 		}
 	}
@@ -96,9 +84,8 @@ func BenchmarkGetParallel(b *testing.B) {
 	setClients(b, clients)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		ops, res := make([]backend.Op, 1), make([]backend.Result, 1)
 		for pb.Next() {
-			if r := runOne(ctx, s, ops, res, backend.Op{Kind: backend.OpGet, NS: "ns", Key: fmt.Appendf(nil, "k:%d", rand.IntN(keys+keys/10))}); r.Err != nil {
+			if r := s.RunOne(ctx, backend.Op{Kind: backend.OpGet, NS: "ns", Key: fmt.Appendf(nil, "k:%d", rand.IntN(keys+keys/10))}); r.Err != nil {
 				b.Error(r.Err)
 				return
 			}
@@ -109,7 +96,7 @@ func BenchmarkGetParallel(b *testing.B) {
 
 // BenchmarkPreparePipelined is PK.PREPARE of random keys from ~50 clients
 // that pipeline depth commands each (redis-benchmark -P depth): "single"
-// runs each alone (a Run of one op) with its own commit, as a store without
+// runs each alone (RunOne) with its own commit, as a store without
 // batches would (pebble's group commit still shares fsyncs between clients);
 // "batch" hands each client's depth commands to one Run, one commit for all.
 func BenchmarkPreparePipelined(b *testing.B) {
@@ -130,13 +117,12 @@ func BenchmarkPreparePipelined(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				ops := make([]backend.Op, 0, tc.depth)
 				res := make([]backend.Result, tc.depth)
-				one, oneRes := make([]backend.Op, 1), make([]backend.Result, 1)
 				flush := func() bool {
 					if tc.batch {
 						s.Run(ctx, ops, res, backend.Pipelined)
 					} else {
 						for i, op := range ops {
-							res[i] = runOne(ctx, s, one, oneRes, op)
+							res[i] = s.RunOne(ctx, op)
 						}
 					}
 					for _, r := range res[:len(ops)] {

@@ -10,8 +10,8 @@ import (
 )
 
 // BenchmarkPrepareParallel reserves random keys from every P at once, as a
-// sidecar under redis-benchmark -r does: each a Run of one op, in lists
-// reused as commands.Handler reuses them.
+// sidecar under redis-benchmark -r does: each alone (RunOne), as
+// commands.Handler runs a command alone.
 func BenchmarkPrepareParallel(b *testing.B) {
 	s := New(backend.Options{})
 	b.Cleanup(func() { _ = s.Close() })
@@ -21,12 +21,10 @@ func BenchmarkPrepareParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		key := make([]byte, 0, 32)
-		ops, res := make([]backend.Op, 1), make([]backend.Result, 1)
 		for pb.Next() {
 			key = strconv.AppendUint(append(key[:0], "k:"...), rand.Uint64N(1_000_000), 10)
-			ops[0] = backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: key, Value: value, Exp: exp}
-			if err := s.Run(ctx, ops, res, backend.Pipelined); err != nil || res[0].Err != nil {
-				b.Fatal(err, res[0].Err)
+			if r := s.RunOne(ctx, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: key, Value: value, Exp: exp}); r.Err != nil {
+				b.Fatal(r.Err)
 			}
 		}
 	})

@@ -195,6 +195,10 @@ func (s *Store) Run(ctx context.Context, ops []backend.Op, res []backend.Result,
 	return nil
 }
 
+// RunOne implements commands.Store: op alone, under the locks of its
+// shards (one).
+func (s *Store) RunOne(_ context.Context, op backend.Op) backend.Result { return s.one(&op) }
+
 // one runs op alone, under the locks of its shards.
 func (s *Store) one(op *backend.Op) backend.Result {
 	if !op.Kind.Runs() {
@@ -208,14 +212,15 @@ func (s *Store) one(op *backend.Op) backend.Result {
 	i := s.shardOf(k)
 	if op.Kind == backend.OpMove {
 		okey := mapKey(obuf[:], op.NS, op.OldKey)
-		unlock := s.lockShards([]int{i, s.shardOf(okey)})
+		oi := s.shardOf(okey)
+		unlock := s.lockShards([]int{i, oi})
 		defer unlock()
-		return s.apply(op, k, okey, s.nowMs())
+		return s.apply(op, k, &s.shards[i], okey, &s.shards[oi], s.nowMs())
 	}
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return s.apply(op, k, nil, s.nowMs())
+	return s.apply(op, k, sh, nil, nil, s.nowMs())
 }
 
 // isolated is Run with backend.Isolated.
@@ -224,6 +229,7 @@ func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Re
 		return err
 	}
 	keys := make([][2][]byte, len(ops)) // each op's key, and a Move's old key
+	shards := make([][2]int, len(ops))  // their shards
 	idx := make([]int, 0, len(ops)+1)
 	for i := range ops {
 		op := &ops[i]
@@ -233,10 +239,12 @@ func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Re
 			return backend.UnknownOp("memory: exec", op.Kind)
 		}
 		keys[i][0] = mapKey(nil, op.NS, op.Key)
-		idx = append(idx, s.shardOf(keys[i][0]))
+		shards[i][0] = s.shardOf(keys[i][0])
+		idx = append(idx, shards[i][0])
 		if op.Kind == backend.OpMove {
 			keys[i][1] = mapKey(nil, op.NS, op.OldKey)
-			idx = append(idx, s.shardOf(keys[i][1]))
+			shards[i][1] = s.shardOf(keys[i][1])
+			idx = append(idx, shards[i][1])
 		}
 		if op.Kind == backend.OpMPrepare {
 			_, eidx := s.entryKeys(op.Entries)
@@ -247,16 +255,15 @@ func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Re
 	defer unlock()
 	nowMs := s.nowMs()
 	for i := range ops {
-		res[i] = s.apply(&ops[i], keys[i][0], keys[i][1], nowMs)
+		res[i] = s.apply(&ops[i], keys[i][0], &s.shards[shards[i][0]], keys[i][1], &s.shards[shards[i][1]], nowMs)
 	}
 	return nil
 }
 
 // apply runs op, with the shards of its keys held: k is the map key of its
-// key, okey that of a Move's old key. It is the store's one switch over
-// the kinds of ops.
-func (s *Store) apply(op *backend.Op, k, okey []byte, nowMs int64) backend.Result {
-	sh := &s.shards[s.shardOf(k)]
+// key and sh its shard, okey and osh those of a Move's old key. It is the
+// store's one switch over the kinds of ops.
+func (s *Store) apply(op *backend.Op, k []byte, sh *shard, okey []byte, osh *shard, nowMs int64) backend.Result {
 	var r backend.Result
 	switch op.Kind {
 	case backend.OpPrepare:
@@ -268,7 +275,7 @@ func (s *Store) apply(op *backend.Op, k, okey []byte, nowMs int64) backend.Resul
 	case backend.OpReprepare:
 		r.OK = s.reprepare(sh, k, op.Value, op.Cond, op.Exp, nowMs)
 	case backend.OpMove:
-		r.Move = s.move(sh, k, op.Value, &s.shards[s.shardOf(okey)], okey, op.OldValue, op.Exp, nowMs)
+		r.Move = s.move(sh, k, op.Value, osh, okey, op.OldValue, op.Exp, nowMs)
 	case backend.OpMPrepare:
 		ekeys, eidx := s.entryKeys(op.Entries)
 		r.OK = s.mprepare(ekeys, eidx, op.Entries, nil, op.Exp, nowMs)

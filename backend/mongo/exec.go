@@ -32,6 +32,9 @@ func (s *Store) Run(ctx context.Context, ops []backend.Op, res []backend.Result,
 	return nil
 }
 
+// RunOne implements commands.Store: op alone (one).
+func (s *Store) RunOne(ctx context.Context, op backend.Op) backend.Result { return s.one(ctx, &op) }
+
 // one runs op alone: the store's one switch over the kinds of ops.
 func (s *Store) one(ctx context.Context, op *backend.Op) backend.Result {
 	var r backend.Result

@@ -86,6 +86,9 @@ func (s *Store) Run(ctx context.Context, ops []Op, res []Result, iso backend.Iso
 	return nil
 }
 
+// RunOne implements commands.Store: op alone, a pipeline of one (one).
+func (s *Store) RunOne(ctx context.Context, op Op) Result { return s.one(ctx, op) }
+
 // pipeline runs ops, as read from client connections' pipelines, and sets
 // res[i] to the outcome of ops[i] (len(res) must be at least len(ops)).
 // The ops go to Redis as block.lua calls (each runs a list of operations

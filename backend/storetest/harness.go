@@ -24,10 +24,11 @@ import (
 // here so that the suite links no server package (e2e/conformance checks
 // at compile time that the two stay one method set). The suite calls it
 // one command at a time through backend.Calls (each command one op
-// through Run, the sidecar's path for a command alone), and with lists of
-// ops through Run itself (pipelines, transaction blocks).
+// through RunOne, the sidecar's path for a command alone), and with lists
+// of ops through Run (pipelines, transaction blocks).
 type Store interface {
 	Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error
+	RunOne(ctx context.Context, op backend.Op) backend.Result
 	Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error)
 	Secret(ctx context.Context) ([]byte, error)
 	Ping(ctx context.Context) error

@@ -96,41 +96,61 @@ func (s *valueStore) entries(entries []backend.Entry) []backend.Entry {
 	return out
 }
 
-// Run maps the values of the ops and of the
-// records in their results.
+// op maps the values of op. Every value field is mapped whatever the
+// kind: a kind ignores those it does not take.
+func (s *valueStore) op(op backend.Op) backend.Op {
+	op.Value, op.OldValue = s.in(op.Value), s.in(op.OldValue)
+	op.Cond = s.cond(op.Cond)
+	op.Entries = s.entries(op.Entries)
+	return op
+}
+
+// scribbleOp overwrites the mapped values of op once the store answered.
+func scribbleOp(op backend.Op) {
+	scribble(op.Value, op.OldValue, op.Cond.Value)
+	for _, e := range op.Entries {
+		scribble(e.Value)
+	}
+}
+
+// result maps the value of the record in r.
+func (s *valueStore) result(r backend.Result) backend.Result {
+	if r.Err != nil || !r.Found {
+		return r
+	}
+	rec, err := s.out(r.Record)
+	if err != nil {
+		return backend.Result{Err: err}
+	}
+	r.Record = rec
+	return r
+}
+
+// Run maps the values of the ops and of the records in their results.
 func (s *valueStore) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
 	mapped := make([]backend.Op, len(ops))
 	for i, op := range ops {
-		// Every value field is mapped whatever the kind: a kind ignores
-		// those it does not take.
-		op.Value, op.OldValue = s.in(op.Value), s.in(op.OldValue)
-		op.Cond = s.cond(op.Cond)
-		op.Entries = s.entries(op.Entries)
-		mapped[i] = op
+		mapped[i] = s.op(op)
 	}
 	defer func() {
 		for _, op := range mapped {
-			scribble(op.Value, op.OldValue, op.Cond.Value)
-			for _, e := range op.Entries {
-				scribble(e.Value)
-			}
+			scribbleOp(op)
 		}
 	}()
 	if err := s.Store.Run(ctx, mapped, res, iso); err != nil {
 		return err
 	}
 	for i := range ops {
-		if res[i].Err != nil || !res[i].Found {
-			continue
-		}
-		rec, err := s.out(res[i].Record)
-		if err != nil {
-			res[i] = backend.Result{Err: err}
-			continue
-		}
-		res[i].Record = rec
+		res[i] = s.result(res[i])
 	}
 	return nil
+}
+
+// RunOne maps the values of op and of the record in its result.
+func (s *valueStore) RunOne(ctx context.Context, op backend.Op) backend.Result {
+	mapped := s.op(op)
+	defer scribbleOp(mapped)
+	return s.result(s.Store.RunOne(ctx, mapped))
 }
 
 func (s *valueStore) Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error) {
