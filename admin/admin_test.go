@@ -134,20 +134,16 @@ func TestEndpoints(t *testing.T) {
 	require.Equal(t, "HTTP/1.1 400 Bad Request\r\n", line)
 }
 
-// oneByOne is the memory store driven one call at a time, off the loop,
-// so that its calls are counted as the backend's.
-type oneByOne struct{ *memory.Store }
-
-func (oneByOne) Drive() backend.Drive { return backend.DriveCalls }
-
 // TestMetrics: a scrape shows the server's counters moving with the
 // commands sent, in Prometheus's text format, with Go's and the process's
 // metrics.
 func TestMetrics(t *testing.T) {
 	st := memory.New(backend.Options{})
 	defer st.Close()
-	srv := protocol.New(protocol.Config{Backend: "memory", Version: "1.2.3", MaxClients: 9},
-		commands.New(oneByOne{st}, commands.Limits{MaxKeyBytes: 64, MaxValueBytes: 64}, nil), st)
+	// The memory store driven one call at a time, off the loop, so that
+	// its calls are counted as the backend's.
+	srv := protocol.New(protocol.Config{Backend: "memory", Version: "1.2.3", MaxClients: 9, Drive: backend.DriveCalls},
+		commands.New(st, commands.Limits{MaxKeyBytes: 64, MaxValueBytes: 64}, nil), st)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()

@@ -1,7 +1,18 @@
 // Package backend holds what every reservation store shares: the record it
 // keeps, the expiry and condition options of the PK commands, and the results
 // callers must tell apart. The stores themselves live in the sub-packages; the
-// interface they satisfy is declared by its consumer, package commands.
+// interface they satisfy is declared by its consumer, package commands
+// (commands.Store: Run, Scan, Secret, Ping).
+//
+// A PK command reaches a store as data, an Op (batch.go), in a list that
+// one call runs (Runner.Run, run.go), each op atomic on its own (Pipelined:
+// a command alone, a pipeline, the runs of several clients) or all of them
+// as one isolated unit (Isolated: EXEC). Each store switches over the kinds
+// of ops in one place (its Run, or the function its Run calls for an op);
+// Calls is the one adapter that turns Run back into per-command calls
+// (Prepare, Get, ...), for tests and tools. How the server takes commands
+// to a store (Drive, drive.go) is said by the store's opener, not by the
+// store.
 package backend
 
 import (

@@ -1,6 +1,6 @@
 package backend
 
-// OpKind names the store method an Op stands for.
+// OpKind names the PK command an Op stands for.
 type OpKind uint8
 
 const (
@@ -11,11 +11,12 @@ const (
 	OpMove
 )
 
-// Op is one store call as data, so that the PK commands of one client
-// pipeline can be handed to a store at once. Fields its method does not
-// take are ignored: Prepare takes NS, Key, Value, Exp; Get NS, Key;
-// Rollback NS, Key, Cond; Reprepare NS, Key, Value, Cond, Exp; Move NS, Key
-// (new), Value (new), OldKey, OldValue, Exp.
+// Op is one PK command's store step as data: what Runner.Run takes, a list
+// of them at once (a client pipeline, the runs of several clients, a
+// transaction block). Fields its kind does not take are ignored: Prepare
+// takes NS, Key, Value, Exp; Get NS, Key; Rollback NS, Key, Cond;
+// Reprepare NS, Key, Value, Cond, Exp; Move NS, Key (new), Value (new),
+// OldKey, OldValue, Exp; MPrepare Entries, Exp.
 type Op struct {
 	Kind             OpKind
 	NS               string
@@ -32,9 +33,10 @@ type Op struct {
 	Keep func(ScanRecord) bool
 }
 
-// Result is the outcome of one Op: OK for Prepare, Rollback and Reprepare;
-// Record and Found for Get; Move for Move; Err when the store failed (the op
-// may or may not have taken effect).
+// Result is the outcome of one Op: OK for Prepare, Rollback, Reprepare and
+// MPrepare; Record and Found for Get; Move for Move; Err when the store
+// failed (the op may or may not have taken effect) or refused the op's
+// arguments (Refusal).
 type Result struct {
 	OK     bool
 	Record Record
@@ -47,9 +49,12 @@ type Result struct {
 
 // OpMPrepare is PK.MPREPARE: Entries all reserved, or none, with Exp.
 // OpScan is one page of PK.SCAN: NS, Key (the store's position, nil at the
-// start) and Count. A batch runs a scan on its own (commands.Handler does),
-// so Batchers need not know it.
+// start) and Count. It is package commands' own: a store's Run never gets
+// one (a scan is its own method, Scan), so stores need not know it.
 const (
 	OpMPrepare OpKind = OpMove + 1 + iota
 	OpScan
 )
+
+// Runs reports whether k is a kind a store's Run takes (all but OpScan).
+func (k OpKind) Runs() bool { return k >= OpPrepare && k <= OpMPrepare }

@@ -1,10 +1,11 @@
 package backend
 
-// Drive is how the server is to take PK commands to a store. Each store
-// declares it once, with a Drive method (commands.Store), and package
-// protocol decides every command's path from that one value: on the event
+// Drive is how the server is to take PK commands to a store: on the event
 // loop, in batches, over the loop's own connection to the store, or one
-// store call at a time.
+// store call at a time. It is not asked of the store (a store runs lists
+// of ops, Runner.Run, whoever calls it): the store's opener says it, once
+// per backend (cmd/sidecar's openers), and package protocol decides every
+// command's path from that one value (protocol.Config.Drive).
 type Drive uint8
 
 const (
@@ -12,7 +13,7 @@ const (
 	// commands on a goroutine of its own (MongoDB: it does not batch).
 	DriveCalls Drive = iota
 	// DriveBatch: the commands that many clients sent meanwhile go to the
-	// store together, as one Batch: one fsync of the embedded store, one
+	// store together, as one Run: one fsync of the embedded store, one
 	// pipeline of the Redis client (file:, Redis through rueidis).
 	DriveBatch
 	// DriveInline: the store answers from memory without waiting, so its

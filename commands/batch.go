@@ -6,32 +6,17 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Batcher is a Store that can take the store calls of one client pipeline
-// at once: the Redis store sends them as one Redis pipeline (one round trip
-// instead of one per command), the embedded store commits them with one
-// fsync. Each op is still atomic on its own, and ops take effect in the
-// order given, so a pipeline means what it would mean one command at a time.
-// res has room for len(ops) results.
-type Batcher interface {
-	Batch(ctx context.Context, ops []backend.Op, res []backend.Result)
-}
-
 // IsPK reports whether name is a PK command, in any case.
 func (h *Handler) IsPK(name []byte) bool { return h.lookup(name) != nil }
 
-// Drive is how the store declares it is to be driven (Store.Drive).
-func (h *Handler) Drive() backend.Drive { return h.store.Drive() }
-
 // Batch answers cmds, PK commands from one or several connections, in
 // order, writing replies[i] for cmds[i]. Requests refused by validation are
-// answered without the store; the others go to the store in one Batch call
-// when it is a Batcher, else one call at a time.
+// answered without the store; the others go to the store in one Run
+// (backend.Pipelined), but a scan, which runs on its own between the Runs
+// of the commands around it. One command is Do's path.
 func (h *Handler) Batch(ctx context.Context, cmds [][][]byte, replies []Reply) {
-	b, ok := h.store.(Batcher)
-	if !ok || len(cmds) == 1 {
-		for i, args := range cmds {
-			replies[i], _ = h.Do(ctx, args)
-		}
+	if len(cmds) == 1 {
+		replies[0], _ = h.Do(ctx, cmds[0])
 		return
 	}
 	calls := h.Calls(cmds, replies)
@@ -44,16 +29,26 @@ func (h *Handler) Batch(ctx context.Context, cmds [][][]byte, replies []Reply) {
 		if !spec.alone {
 			continue
 		}
-		if from < k {
-			b.Batch(ctx, calls.Ops[from:k], res[from:k])
-		}
+		h.runPipelined(ctx, calls.Ops[from:k], res[from:k])
 		res[k] = h.exec(ctx, calls.Ops[k])
 		from = k + 1
 	}
-	if from < len(calls.Ops) {
-		b.Batch(ctx, calls.Ops[from:], res[from:])
-	}
+	h.runPipelined(ctx, calls.Ops[from:], res[from:])
 	calls.Answer(res, replies)
+}
+
+// runPipelined runs ops (no scan) with one Run, each atomic on its own.
+func (h *Handler) runPipelined(ctx context.Context, ops []backend.Op, res []backend.Result) {
+	if len(ops) == 0 {
+		return
+	}
+	if err := h.store.Run(ctx, ops, res, backend.Pipelined); err != nil {
+		// A Pipelined Run reports failures per op; an error of the whole
+		// run (a store outside the contract) fails each op.
+		for i := range res {
+			res[i] = backend.Result{Err: err}
+		}
+	}
 }
 
 // Calls are the store calls of a batch of PK commands, parsed and
@@ -91,8 +86,8 @@ func (h *Handler) Calls(cmds [][][]byte, replies []Reply) Calls {
 	return c
 }
 
-// Alone reports whether Ops[k] is a command that runs on its own, not in
-// a Batcher's batch nor on a Wire (Handler.Batch runs it).
+// Alone reports whether Ops[k] is a command that runs on its own, never
+// in a Run nor on a Wire (a scan: Handler.Batch runs it).
 func (c Calls) Alone(k int) bool { return c.specs[k].alone }
 
 // Index is the index in the batch of the command of Ops[k].

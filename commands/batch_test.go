@@ -11,16 +11,21 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// batchStore is a fakeStore that also takes batches and records them.
+// batchStore is a fakeStore that records the lists of ops its Run gets and
+// answers them with results.
 type batchStore struct {
 	fakeStore
 	batches [][]backend.Op
 	results []backend.Result
 }
 
-func (b *batchStore) Batch(_ context.Context, ops []backend.Op, res []backend.Result) {
+func (b *batchStore) Run(_ context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	if iso != backend.Pipelined {
+		return errors.New("batchStore: not a pipeline")
+	}
 	b.batches = append(b.batches, append([]backend.Op(nil), ops...))
 	copy(res, b.results)
+	return nil
 }
 
 func TestBatch(t *testing.T) {
@@ -59,7 +64,8 @@ func TestBatch(t *testing.T) {
 	}
 	require.Equal(t, []backend.OpKind{backend.OpPrepare, backend.OpGet, backend.OpRollback, backend.OpMove, backend.OpGet}, kinds)
 
-	// a store without Batch gets the same commands one at a time
+	// a store that runs them one at a time (backend.RunEach) answers the
+	// same
 	plain := &fakeStore{ok: true, found: true, rec: backend.Record{Value: []byte("v"), Live: true}}
 	New(plain, DefaultLimits, func() time.Time { return now }).Batch(context.Background(), cmds[:3], replies[:3])
 	require.Equal(t, []Reply{one, {Kind: Bulk, Bytes: []byte("v")}, e("ERR syntax error")}, replies[:3])

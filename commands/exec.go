@@ -7,19 +7,6 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Execer is a Store that runs the PK commands of a transaction (EXEC) as
-// one isolated unit: no other client's command on the same keys runs
-// between them, and each sees the effects of those before it. res has room
-// for len(ops) results; on success every res[i].Err is nil.
-//
-// An error is the outcome of the whole block: a *backend.NotIsolated when
-// the store cannot isolate this block and ran none of it (EXECABORT), any
-// other error a failure after which the block may or may not have taken
-// effect (-UNAVAILABLE).
-type Execer interface {
-	Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error
-}
-
 // ExecAbortQueued is EXEC's reply after a command was refused while queued.
 func ExecAbortQueued() Reply { return ErrExecAbortQueued.Reply() }
 
@@ -39,7 +26,8 @@ func (h *Handler) Check(args [][]byte) (r Reply, ok bool) {
 // Exec runs the PK commands of a transaction block, each checked when it
 // was queued, as one isolated unit, and writes replies[i] for cmds[i]. It
 // returns ok false with the reply of EXEC itself when the block does not
-// run: -EXECABORT when the store cannot isolate it (nothing ran), or
+// run: -EXECABORT when the store cannot isolate it (a
+// *backend.NotIsolated from its Run with backend.Isolated: nothing ran), or
 // -UNAVAILABLE when the store failed (it may or may not have taken
 // effect). A block without PK commands does not reach the store.
 //
@@ -56,12 +44,8 @@ func (h *Handler) Exec(ctx context.Context, cmds [][][]byte, replies []Reply) (a
 			return ErrExecAbort.Replyf(spec.Name + " does not run in a transaction (a scan is many reads, not one isolated step)"), false
 		}
 	}
-	ex, isExecer := h.store.(Execer)
-	if !isExecer {
-		return ErrExecAbort.Replyf("this backend cannot run PK commands in a transaction"), false
-	}
 	res := make([]backend.Result, len(calls.Ops))
-	if err := ex.Exec(ctx, calls.Ops, res); err != nil {
+	if err := h.store.Run(ctx, calls.Ops, res, backend.Isolated); err != nil {
 		if ni, isNI := errors.AsType[*backend.NotIsolated](err); isNI {
 			return ErrExecAbort.Replyf(oneLine(ni.Reason)), false
 		}

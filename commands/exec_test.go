@@ -10,7 +10,8 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// execStore answers Exec with err, or with res.
+// execStore answers a Run of a transaction block (backend.Isolated) with
+// err, or with res.
 type execStore struct {
 	fakeStore
 	ops []backend.Op
@@ -18,7 +19,10 @@ type execStore struct {
 	err error
 }
 
-func (s *execStore) Exec(_ context.Context, ops []backend.Op, res []backend.Result) error {
+func (s *execStore) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	if iso != backend.Isolated {
+		return s.fakeStore.Run(ctx, ops, res, iso)
+	}
 	s.ops = append(s.ops, ops...)
 	copy(res, s.res)
 	return s.err
@@ -40,7 +44,7 @@ func TestExec(t *testing.T) {
 		{name: "one op refused", store: &execStore{res: []backend.Result{{Err: &backend.Refusal{Text: "ERR key is not valid UTF-8 (layout=wow)"}}, {}}},
 			want: []Reply{e("ERR key is not valid UTF-8 (layout=wow)"), {Kind: Nil}, e("ERR invalid expire time in 'pk.prepare' command")}},
 		{name: "one op failed", store: &execStore{res: []backend.Result{{OK: true}, {Err: errors.New("corrupt")}}}, wantAbort: "UNAVAILABLE corrupt"},
-		{name: "no Execer", store: &fakeStore{}, wantAbort: "EXECABORT Transaction discarded: this backend cannot run PK commands in a transaction"},
+		{name: "no transactions", store: &fakeStore{}, wantAbort: "EXECABORT Transaction discarded: the fake store has no transactions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,9 +19,9 @@ type Spec struct {
 	// negative a minimum.
 	Arity int
 	Write bool
-	// alone: a batch runs this command on its own, between the store
-	// calls of the commands around it (a scan is several reads, not an op
-	// a Batcher knows).
+	// alone: a batch runs this command on its own, between the Runs of
+	// the commands around it (a scan is several reads, not an op a Run
+	// takes).
 	alone bool
 	// parse turns arguments into one store call, or an error reply.
 	parse func(h *Handler, args [][]byte) (backend.Op, Reply, bool)
@@ -127,25 +127,15 @@ func (h *Handler) parse(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
 	return op, r, ok
 }
 
-// exec makes one store call.
-func (h *Handler) exec(ctx context.Context, op backend.Op) (res backend.Result) {
-	switch op.Kind {
-	case backend.OpPrepare:
-		res.OK, res.Err = h.store.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
-	case backend.OpGet:
-		res.Record, res.Found, res.Err = h.store.Get(ctx, op.NS, op.Key)
-	case backend.OpRollback:
-		res.OK, res.Err = h.store.Rollback(ctx, op.NS, op.Key, op.Cond)
-	case backend.OpReprepare:
-		res.OK, res.Err = h.store.Reprepare(ctx, op.NS, op.Key, op.Value, op.Cond, op.Exp)
-	case backend.OpMove:
-		res.Move, res.Err = h.store.Move(ctx, op.NS, op.Key, op.Value, op.OldKey, op.OldValue, op.Exp)
-	case backend.OpMPrepare:
-		res.OK, res.Err = h.store.MPrepare(ctx, op.Entries, op.Exp)
-	case backend.OpScan:
+// exec makes one store call: a scan (Store.Scan, scan.go) or one op
+// alone (Store.RunOne).
+func (h *Handler) exec(ctx context.Context, op backend.Op) backend.Result {
+	if op.Kind == backend.OpScan {
+		var res backend.Result
 		res.Page, res.Err = h.scan(ctx, op)
+		return res
 	}
-	return res
+	return h.store.RunOne(ctx, op)
 }
 
 // lookup finds a command by name without allocating: names are short, and a

@@ -34,33 +34,65 @@ type fakeStore struct {
 	err   error
 }
 
-func (f *fakeStore) Prepare(_ context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+func (f *fakeStore) prepare(ns string, key, value []byte, exp backend.Expiry) (bool, error) {
 	f.calls = append(f.calls, call{op: "prepare", ns: ns, key: string(key), value: string(value), exp: exp})
 	return f.ok, f.err
 }
 
-func (f *fakeStore) Get(_ context.Context, ns string, key []byte) (backend.Record, bool, error) {
+func (f *fakeStore) get(ns string, key []byte) (backend.Record, bool, error) {
 	f.calls = append(f.calls, call{op: "get", ns: ns, key: string(key)})
 	return f.rec, f.found, f.err
 }
 
-func (f *fakeStore) Rollback(_ context.Context, ns string, key []byte, c backend.Cond) (bool, error) {
+func (f *fakeStore) rollback(ns string, key []byte, c backend.Cond) (bool, error) {
 	f.calls = append(f.calls, call{op: "rollback", ns: ns, key: string(key), cond: copyCond(c)})
 	return f.ok, f.err
 }
 
-func (f *fakeStore) Reprepare(_ context.Context, ns string, key, value []byte, c backend.Cond, exp backend.Expiry) (bool, error) {
+func (f *fakeStore) reprepare(ns string, key, value []byte, c backend.Cond, exp backend.Expiry) (bool, error) {
 	f.calls = append(f.calls, call{op: "reprepare", ns: ns, key: string(key), value: string(value), cond: copyCond(c), exp: exp})
 	return f.ok, f.err
 }
 
-func (f *fakeStore) Move(_ context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+func (f *fakeStore) moveKey(ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
 	f.calls = append(f.calls, call{op: "move", ns: ns, key: string(newKey), value: string(newValue), oldKey: string(oldKey), oldValue: string(oldValue), exp: exp})
 	return f.move, f.err
 }
 
 func (f *fakeStore) Ping(context.Context) error { return f.err }
-func (f *fakeStore) Drive() backend.Drive       { return backend.DriveCalls }
+
+// Run runs ops one at a time, as a store without a batch of its own does
+// (backend.RunEach); a transaction block is refused, as a store that
+// cannot isolate one refuses it.
+func (f *fakeStore) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	if iso == backend.Isolated {
+		return &backend.NotIsolated{Reason: "the fake store has no transactions"}
+	}
+	backend.RunEach(ctx, ops, res, f.one)
+	return nil
+}
+
+func (f *fakeStore) RunOne(ctx context.Context, op backend.Op) backend.Result { return f.one(ctx, &op) }
+
+func (f *fakeStore) one(_ context.Context, op *backend.Op) (r backend.Result) {
+	switch op.Kind {
+	case backend.OpPrepare:
+		r.OK, r.Err = f.prepare(op.NS, op.Key, op.Value, op.Exp)
+	case backend.OpGet:
+		r.Record, r.Found, r.Err = f.get(op.NS, op.Key)
+	case backend.OpRollback:
+		r.OK, r.Err = f.rollback(op.NS, op.Key, op.Cond)
+	case backend.OpReprepare:
+		r.OK, r.Err = f.reprepare(op.NS, op.Key, op.Value, op.Cond, op.Exp)
+	case backend.OpMove:
+		r.Move, r.Err = f.moveKey(op.NS, op.Key, op.Value, op.OldKey, op.OldValue, op.Exp)
+	case backend.OpMPrepare:
+		r.OK, r.Err = f.mprepare(op.Entries, op.Exp)
+	default:
+		r.Err = backend.UnknownOp("fake", op.Kind)
+	}
+	return r
+}
 
 func copyCond(c backend.Cond) backend.Cond {
 	if c.Value != nil {
@@ -251,7 +283,7 @@ func TestUnknownCommand(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("ERR unknown command 'x', with args beginning with: '%s' ", strings.Repeat("a", 128)), r.Text)
 }
 
-func (f *fakeStore) MPrepare(_ context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+func (f *fakeStore) mprepare(entries []backend.Entry, exp backend.Expiry) (bool, error) {
 	for _, e := range entries {
 		f.calls = append(f.calls, call{op: "mprepare", ns: e.NS, key: string(e.Key), value: string(e.Value), exp: exp})
 	}

@@ -6,36 +6,34 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Store is what the PK commands need from a backend. Each method is one
-// atomic step on the store (but Move, where a backend documents otherwise).
+// Store is what the PK commands need from a backend: one call that takes a
+// list of ops (Run: a pipeline, the runs of several clients together, a
+// transaction block with backend.Isolated) and its shape for one op
+// (RunOne: a command alone), plus the reads that are not ops. Each op is one atomic step on the store (but
+// Move and MPrepare, where a backend documents otherwise); the per-command
+// calls over Run are backend.Calls, for tests and tools.
+//
+// How the server takes commands to a store (on its event loop, in batches,
+// over a connection of its own, one call at a time) is not asked of the
+// store: whoever opens it says so (backend.Drive, protocol.Config.Drive;
+// cmd/sidecar's openers).
 //
 // Arguments alias the connection's read buffer: a store that keeps a key or
 // value past the call must copy it.
 //
-// A returned error means the store failed or did not answer; the command may
-// or may not have taken effect. It is reported as -UNAVAILABLE, never as :0.
+// A failure means the store failed or did not answer; the command may or
+// may not have taken effect. It is reported as -UNAVAILABLE, never as :0.
 type Store interface {
-	// Prepare reserves key for value when no live record holds it (an
-	// expired one is replaced). exp.Kind is never KeepTTL.
-	Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error)
-	// Get returns the record of key, live or expired but retained; ok is
-	// false when there is none.
-	Get(ctx context.Context, ns string, key []byte) (rec backend.Record, ok bool, err error)
-	// Rollback deletes the record of key, live or expired, if ifeq holds.
-	Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error)
-	// Reprepare replaces the value of the live record of key if ifeq holds;
-	// the new record's ttlAt comes from exp (KeepTTL allowed).
-	Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error)
-	// Move reserves newKey for newValue and releases oldKey if its value is
-	// oldValue (live or expired but retained), never leaving half of it done
-	// when it returns. newKey and oldKey differ. exp.Kind is never KeepTTL.
-	Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error)
-	// MPrepare reserves every entry for its value, all or none: false when
-	// a live record holds any of them (nothing is left reserved). Entries
-	// are distinct (namespace, key) pairs; every key gets the same ttlAt.
-	// exp.Kind is never KeepTTL. Atomic where the backend documents it;
-	// elsewhere composed, never returning with some entries half done.
-	MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error)
+	// Run runs ops (never an OpScan) and sets res[i] to the outcome of
+	// ops[i], each atomic on its own and in order (backend.Pipelined:
+	// failures are each op's Result.Err) or as one isolated unit
+	// (backend.Isolated: an error is the whole block's, a
+	// *backend.NotIsolated when nothing ran). See backend.Runner.
+	Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error
+	// RunOne runs op alone (never an OpScan): Run of that one op,
+	// Pipelined, without the lists, so that a command alone costs no
+	// allocation (see backend.Runner).
+	RunOne(ctx context.Context, op backend.Op) backend.Result
 	// Scan returns the next records of namespace ns, live or expired but
 	// retained, from pos (nil: the start), about count of them. Every
 	// record present and unchanged from the first call to the last is
@@ -50,8 +48,4 @@ type Store interface {
 	Secret(ctx context.Context) ([]byte, error)
 	// Ping reports whether the store can serve commands now.
 	Ping(ctx context.Context) error
-	// Drive declares, once, how the server is to take commands to the
-	// store: on its event loop, in batches, over each loop's own
-	// connection, or one call at a time (see backend.Drive).
-	Drive() backend.Drive
 }

@@ -250,7 +250,7 @@ func TestLinearizabilityCatchesBrokenPrepare(t *testing.T) {
 	t.Parallel()
 	seed := linSeed(t)
 	st := brokenPrepare{memory.New(backend.Options{})}
-	srv := protocol.New(protocol.Config{}, commands.New(st, commands.DefaultLimits, nil), st)
+	srv := protocol.New(protocol.Config{Drive: backend.DriveInline}, commands.New(st, commands.DefaultLimits, nil), st)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()
@@ -270,11 +270,23 @@ func TestLinearizabilityCatchesBrokenPrepare(t *testing.T) {
 // liveness.
 type brokenPrepare struct{ *memory.Store }
 
-func (b brokenPrepare) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
-	if _, err := b.Store.Rollback(ctx, ns, key, backend.Cond{}); err != nil {
-		return false, err
+func (b brokenPrepare) RunOne(ctx context.Context, op backend.Op) backend.Result {
+	if op.Kind == backend.OpPrepare { // whatever holds the key goes first
+		if r := b.Store.RunOne(ctx, backend.Op{Kind: backend.OpRollback, NS: op.NS, Key: op.Key}); r.Err != nil {
+			return r
+		}
 	}
-	return b.Store.Prepare(ctx, ns, key, value, exp)
+	return b.Store.RunOne(ctx, op)
+}
+
+func (b brokenPrepare) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	if iso == backend.Isolated {
+		return b.Store.Run(ctx, ops, res, iso)
+	}
+	for i, op := range ops {
+		res[i] = b.RunOne(ctx, op)
+	}
+	return nil
 }
 
 // requireRedisServer skips (fails on CI) when redis-server is not installed.

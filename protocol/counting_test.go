@@ -23,17 +23,23 @@ import (
 // backend that is away would.
 type failingGets struct{ *memory.Store }
 
-// oneByOne is a store driven one call at a time, off the loop, whatever it
-// declares itself.
-type oneByOne struct{ commands.Store }
-
-func (oneByOne) Drive() backend.Drive { return backend.DriveCalls }
-
-func (f failingGets) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
-	if string(key) == "down" {
-		return backend.Record{}, false, errors.New("connection refused")
+func (f failingGets) RunOne(ctx context.Context, op backend.Op) backend.Result {
+	if op.Kind == backend.OpGet && string(op.Key) == "down" {
+		return backend.Result{Err: errors.New("connection refused")}
 	}
-	return f.Store.Get(ctx, ns, key)
+	return f.Store.RunOne(ctx, op)
+}
+
+func (f failingGets) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	if err := f.Store.Run(ctx, ops, res, iso); err != nil {
+		return err
+	}
+	for i, op := range ops {
+		if op.Kind == backend.OpGet && string(op.Key) == "down" {
+			res[i] = backend.Result{Err: errors.New("connection refused")}
+		}
+	}
+	return nil
 }
 
 // parseInfo reads INFO as redis_exporter and redis-cli do: "# Section"
@@ -118,12 +124,13 @@ func dialInfo(t *testing.T, addr string) *infoClient {
 func TestInfoStats(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run("inline="+strconv.FormatBool(inline), func(t *testing.T) {
-			var st commands.Store = failingGets{memory.New(backend.Options{})}
+			st := failingGets{memory.New(backend.Options{})}
+			drive := backend.DriveInline // as the sidecar drives memory:
 			if !inline {
-				st = oneByOne{st}
+				drive = backend.DriveCalls // one call at a time, off the loop
 			}
 			h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-			addr, _ := serveServer(t, Config{MaxClients: 7, Backend: "memory", Version: "9.9"}, h)
+			addr, _ := serveServer(t, Config{MaxClients: 7, Backend: "memory", Version: "9.9", Drive: drive}, h)
 			c := dialInfo(t, addr)
 			c.do(":1\r\n", "PK.PREPARE", "ns", "a", "v")
 			c.do(":0\r\n", "pk.prepare", "ns", "a", "w")
@@ -235,7 +242,7 @@ func TestOutcomeSince(t *testing.T) {
 func TestInfoStatsMulti(t *testing.T) {
 	st := memory.New(backend.Options{})
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-	addr, _ := serveServer(t, Config{Backend: "memory"}, h)
+	addr, _ := serveServer(t, Config{Backend: "memory", Drive: backend.DriveInline}, h)
 	c := dialInfo(t, addr)
 	c.do("+OK\r\n", "MULTI")
 	c.do("+QUEUED\r\n", "PK.PREPARE", "ns", "a", "v")
@@ -256,7 +263,7 @@ func TestInfoStatsMulti(t *testing.T) {
 func TestInfoCountsPipelineBefore(t *testing.T) {
 	st := memory.New(backend.Options{})
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-	addr, srv := serveServer(t, Config{Backend: "memory"}, h)
+	addr, srv := serveServer(t, Config{Backend: "memory", Drive: backend.DriveInline}, h)
 	c := dialInfo(t, addr)
 	_, err := c.nc.Write([]byte(req("PK.PREPARE", "ns", "a", "v") + req("PK.PREPARE", "ns", "a", "v") + req("PING") +
 		req("INFO", "commandstats", "stats")))
@@ -306,9 +313,10 @@ func readBulk(t *testing.T, c *infoClient) string {
 // kinds and mixed outcomes, is counted command by command, latencies
 // included (recordRuns counts a run's like commands together).
 func TestInfoCountsRuns(t *testing.T) {
-	st := oneByOne{failingGets{memory.New(backend.Options{})}}
+	st := failingGets{memory.New(backend.Options{})}
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-	addr, srv := serveServer(t, Config{Backend: "memory"}, h)
+	// Runs, not answered on the loop: one store call at a time, off it.
+	addr, srv := serveServer(t, Config{Backend: "memory", Drive: backend.DriveCalls}, h)
 	c := dialInfo(t, addr)
 	_, err := c.nc.Write([]byte(req("PK.PREPARE", "ns", "a", "v") + req("PK.PREPARE", "ns", "b", "v") +
 		req("PK.PREPARE", "ns", "a", "w") + req("PK.PREPARE", "ns", "c", "v") + req("PK.GET", "ns", "down") +

@@ -8,22 +8,17 @@ import (
 	"github.com/prepkey/prepkey/protocol/transport"
 )
 
-// wireDeclared is an echo store that declares backend.DriveWire.
-type wireDeclared struct{ *echoHandler }
-
-func (wireDeclared) Drive() backend.Drive { return backend.DriveWire }
-
-// TestDriveWireWithoutWire: a store that declares DriveWire, served with
-// no Config.Wire (the conformance suite's server, the WebAssembly build),
-// is driven DriveBatch: the runs of several clients go to Handler.Batch
-// together.
+// TestDriveWireWithoutWire: a store whose opener says DriveWire, served
+// with no Config.Wire (the conformance suite's server, the WebAssembly
+// build), is driven DriveBatch: the runs of several clients go to
+// Handler.Batch together.
 func TestDriveWireWithoutWire(t *testing.T) {
 	h := &echoHandler{}
-	srv := New(Config{}, wireDeclared{h}, readyPinger{})
+	srv := New(Config{Drive: backend.DriveWire}, h, readyPinger{})
 	if srv.drive != backend.DriveBatch {
 		t.Fatalf("drive %v, want %v", srv.drive, backend.DriveBatch)
 	}
-	addr := serve(t, Config{}, wireDeclared{h})
+	addr := serve(t, Config{Drive: backend.DriveWire}, h)
 	c := dialLines(t, addr)
 	c.send(echoReq(1) + echoReq(2) + echoReq(3))
 	c.expect(":1\r\n")
@@ -57,7 +52,7 @@ func TestDriverFor(t *testing.T) {
 		{&echoHandler{batches: true}, "*protocol.batchDriver", maxCallCmds},
 		{&echoHandler{}, "*protocol.callsDriver", 1},
 	} {
-		srv := New(Config{}, tc.h, readyPinger{})
+		srv := New(Config{Drive: tc.h.Drive()}, tc.h, readyPinger{})
 		d := srv.driverFor(loop)
 		if got := fmt.Sprintf("%T", d); got != tc.driver {
 			t.Errorf("%v: driver %s, want %s", srv.drive, got, tc.driver)

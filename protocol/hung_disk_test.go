@@ -79,7 +79,7 @@ func TestHungFsyncKeepsLoop(t *testing.T) {
 	gate := newFsyncGate()
 	st, err := disk.OpenTuned(dir, backend.Options{}, disk.Tuning{FS: errorfs.Wrap(vfs.Default, gate)})
 	require.NoError(t, err)
-	addr := serve(t, Config{BackendTimeout: 300 * time.Millisecond}, commands.New(st, commands.DefaultLimits, nil))
+	addr := serve(t, Config{BackendTimeout: 300 * time.Millisecond, Drive: backend.DriveBatch}, commands.New(st, commands.DefaultLimits, nil))
 	t.Cleanup(gate.open) // runs first: a failed test must not leave the store held
 
 	a, b := dialLines(t, addr), dialLines(t, addr)
@@ -125,7 +125,7 @@ func TestHungFsyncKeepsLoop(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	for _, k := range []string{"k1", "k3"} {
-		rec, ok, err := st.Get(t.Context(), "ns", []byte(k))
+		rec, ok, err := (backend.Calls{Runner: st}).Get(t.Context(), "ns", []byte(k))
 		require.NoError(t, err)
 		require.True(t, ok, k)
 		require.Equal(t, "v"+k[1:], string(rec.Value))

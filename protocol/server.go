@@ -49,9 +49,6 @@ type Handler interface {
 	// Batch runs several PK commands, in order, so a store can serve them
 	// in one round trip or one fsync.
 	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
-	// Drive is how the store declares it is to be driven (backend.Drive);
-	// the Server decides every PK command's path from it (New).
-	Drive() backend.Drive
 	// Calls parses and validates PK commands for a Wire, answering the
 	// refused ones.
 	Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls
@@ -91,7 +88,11 @@ type Config struct {
 	// IdleTimeout, when positive, closes a client connection that has sent
 	// nothing for that long and waits on no store work (Redis's timeout).
 	IdleTimeout time.Duration
-	// Wire is how each event loop reaches a store that declares
+	// Drive is how PK commands are to reach the store, as its opener says
+	// (cmd/sidecar); the Server decides every PK command's path from it
+	// (driveOf). The zero value is backend.DriveCalls.
+	Drive backend.Drive
+	// Wire is how each event loop reaches a store driven
 	// backend.DriveWire over a connection of its own (package upstream);
 	// Handler.Batch remains for when that connection is down. Without it
 	// such a store is driven as backend.DriveBatch.
@@ -166,15 +167,15 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 }
 
 // driveOf is the one place that decides how PK commands reach the store:
-// as the store declares (Handler.Drive), except that a store declared
-// backend.DriveWire without a Config.Wire is driven backend.DriveBatch,
-// its path while the loop's connection is down. driverFor (scheduler.go)
-// reads Server.drive, once per loop, to choose the driver of its runs.
+// as the store's opener says (Config.Drive), except that DriveWire without
+// a Config.Wire is driven backend.DriveBatch, its path while the loop's
+// connection is down. driverFor (scheduler.go) reads Server.drive, once
+// per loop, to choose the driver of its runs.
 func driveOf(cfg Config, h Handler) backend.Drive {
 	if h == nil { // a Server that only counts (tests)
 		return backend.DriveCalls
 	}
-	d := h.Drive()
+	d := cfg.Drive
 	if d == backend.DriveWire && cfg.Wire == nil {
 		d = backend.DriveBatch
 	}

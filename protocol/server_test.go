@@ -23,8 +23,8 @@ import (
 // off it, one call at a time or in batches, so that the server's paths are
 // tested without a store.
 type echoHandler struct {
-	inline  bool          // declares backend.DriveInline
-	batches bool          // declares backend.DriveBatch (else DriveCalls)
+	inline  bool          // driven backend.DriveInline
+	batches bool          // driven backend.DriveBatch (else DriveCalls)
 	delay   time.Duration // each call or batch waits this long, as a store would
 
 	mu      sync.Mutex
@@ -35,6 +35,8 @@ type echoHandler struct {
 
 func (h *echoHandler) IsPK(name []byte) bool { return strings.EqualFold(string(name), "PK.ECHO") }
 
+// Drive is how the echo store is to be driven: serveServer takes it into
+// Config.Drive, as the sidecar takes a store's from its opener.
 func (h *echoHandler) Drive() backend.Drive {
 	switch {
 	case h.inline:
@@ -116,11 +118,20 @@ func serve(t *testing.T, cfg Config, h Handler) string {
 	return addr
 }
 
+// driven is a test handler that says how it is to be driven (the echo
+// store); a commands.Handler does not, and its tests set Config.Drive.
+type driven interface{ Drive() backend.Drive }
+
+// serveServer starts a Server on a loopback port. Its Config.Drive, when
+// not set, is the handler's own if it says one (driven).
 func serveServer(t *testing.T, cfg Config, h Handler) (string, *Server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	cfg.Portable = cfg.Portable || testPortable
+	if d, ok := h.(driven); ok && cfg.Drive == backend.DriveCalls {
+		cfg.Drive = d.Drive()
+	}
 	srv := New(cfg, h, readyPinger{})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -274,7 +285,8 @@ func TestShutdownAnswersInFlight(t *testing.T) {
 		t.Run(fmt.Sprint("batches=", batches), func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
-			srv := New(Config{Portable: testPortable}, &echoHandler{batches: batches, delay: 300 * time.Millisecond}, readyPinger{})
+			h := &echoHandler{batches: batches, delay: 300 * time.Millisecond}
+			srv := New(Config{Portable: testPortable, Drive: h.Drive()}, h, readyPinger{})
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 

@@ -258,7 +258,7 @@ func TestTransactionPipelineOrder(t *testing.T) {
 // in the middle of EXEC's array, as Redis does.
 func TestTransactionRESP3(t *testing.T) {
 	h := commands.New(memory.New(backend.Options{}), commands.DefaultLimits, nil)
-	addr := serve(t, Config{}, h)
+	addr := serve(t, Config{Drive: backend.DriveInline}, h)
 	nc, rd := dialRd(t, addr)
 	exchange(t, nc, rd, req("HELLO", "3")+req("MULTI")+req("PK.PREPARE", "ns", "k", "v")+req("PK.GET", "ns", "nope")+
 		req("PK.GETVALUE", "ns", "nope")+req("PK.GETVALUE", "ns", "k")+req("EXEC"), "")

@@ -149,8 +149,9 @@ func (w lineWire) Lost(op backend.Op, cause error) error {
 func (w lineWire) Late() error            { return errors.New("no answer") }
 func (w lineWire) Timeout() time.Duration { return w.timeout }
 
-// batchingMemory is the memory store as a Batcher, so that the handler
-// batches and the server gives each loop an upstream. It is where runs go
+// batchingMemory is the memory store served as a batching store (the
+// tests drive it DriveWire), so that the server gives each loop an
+// upstream. It is where runs go
 // while the upstream is down, and where "again" sends an op.
 // holdNext makes the next store calls wait until hold is closed, after a
 // send on entered.
@@ -159,9 +160,6 @@ type batchingMemory struct {
 	mu            sync.Mutex
 	hold, entered chan struct{}
 }
-
-// Drive: the tests reach it over lineWire.
-func (m *batchingMemory) Drive() backend.Drive { return backend.DriveWire }
 
 func (m *batchingMemory) holdNext(hold, entered chan struct{}) {
 	m.mu.Lock()
@@ -179,21 +177,29 @@ func (m *batchingMemory) wait() {
 	}
 }
 
-// Prepare is the store's for a batch of one (Handler.Batch calls Do).
-func (m *batchingMemory) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+// RunOne takes a prepare only: a batch of one (Handler.Batch calls Do).
+func (m *batchingMemory) RunOne(ctx context.Context, op backend.Op) backend.Result {
 	m.wait()
-	return m.Store.Prepare(ctx, ns, key, value, exp)
+	if op.Kind != backend.OpPrepare {
+		return backend.Result{Err: errors.New("batchingMemory: only prepare")}
+	}
+	return m.Store.RunOne(ctx, op)
 }
 
-func (m *batchingMemory) Batch(ctx context.Context, ops []backend.Op, res []backend.Result) {
+// Run takes prepares only; a transaction block is the memory store's.
+func (m *batchingMemory) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	if iso == backend.Isolated {
+		return m.Store.Run(ctx, ops, res, iso)
+	}
 	m.wait()
-	for i, op := range ops {
-		if op.Kind != backend.OpPrepare {
+	for i := range ops {
+		if ops[i].Kind != backend.OpPrepare {
 			res[i].Err = errors.New("batchingMemory: only prepare")
 			continue
 		}
-		res[i].OK, res[i].Err = m.Store.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
+		res[i] = m.Store.RunOne(ctx, ops[i])
 	}
+	return nil
 }
 
 // serveWire starts a server whose store is reached over lineWire, with a
@@ -206,6 +212,7 @@ func serveWire(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, s
 func serveWireStore(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, string, *Server, *batchingMemory) {
 	b := startLineBackend(t)
 	cfg.Wire = lineWire{addr: b.ln.Addr().String(), timeout: timeout}
+	cfg.Drive = backend.DriveWire // the tests reach it over lineWire
 	m := &batchingMemory{Store: memory.New(backend.Options{})}
 	addr, srv := serveServer(t, cfg, commands.New(m, commands.DefaultLimits, nil))
 	return b, addr, srv, m
@@ -441,7 +448,7 @@ func TestWireShutdown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	h := commands.New(&batchingMemory{Store: memory.New(backend.Options{})}, commands.DefaultLimits, nil)
-	srv := New(Config{Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
+	srv := New(Config{Drive: backend.DriveWire, Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a, idle := dialLines(t, ln.Addr().String()), dialLines(t, ln.Addr().String())

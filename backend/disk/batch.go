@@ -12,18 +12,86 @@ import (
 )
 
 // batchChunk bounds the ops committed together, and so the stripes one
-// Batch holds at once (two per Move): a client pipelining thousands of
+// pipeline holds at once (two per Move): a client pipelining thousands of
 // commands gets one commit per chunk instead of locking most of the store
 // until a single fsync. Pipelines of redis-benchmark -P 16 and of client
 // libraries are far below it.
 const batchChunk = 256
 
-// Batch runs ops, the PK commands read together from one client connection,
+// Run implements commands.Store. Pipelined, one op runs alone (one: the
+// path of a command alone, its own stripes and its own commit, as it always
+// had), several as a pipeline (pipeline: one commit for them all);
+// Isolated, as one isolated unit (isolated).
+func (s *Store) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	switch {
+	case iso == backend.Isolated:
+		return s.isolated(ctx, ops, res)
+	case len(ops) == 1:
+		res[0] = s.one(ctx, &ops[0])
+	default:
+		s.pipeline(ctx, ops, res)
+	}
+	return nil
+}
+
+// RunOne implements commands.Store: op alone (one).
+func (s *Store) RunOne(ctx context.Context, op backend.Op) backend.Result { return s.one(ctx, &op) }
+
+// one runs op alone: it takes the stripes of its keys (both of a Move's in
+// index order, every entry's of an MPrepare, as pipeline takes them, so
+// that neither deadlocks the other), runs op on a txn of its own that reads
+// from the DB, and commits what it wrote with one fsync before it lets go
+// of the stripes.
+func (s *Store) one(ctx context.Context, op *backend.Op) backend.Result {
+	if !op.Kind.Runs() {
+		return backend.Result{Err: backend.UnknownOp("disk", op.Kind)}
+	}
+	if s.space.waiting.Load() {
+		return s.whileWaiting(ctx, *op)
+	}
+	t := s.alone()
+	var rk, oldRk []byte
+	var held []int
+	var unlock func()
+	var err error
+	switch {
+	case op.Kind == backend.OpMPrepare: // its keys are its entries'
+		idx := make([]int, len(op.Entries))
+		n := 0
+		for i, e := range op.Entries {
+			idx[i] = s.stripe(recordKey(e.NS, e.Key))
+			n += len(e.Value)
+		}
+		held, unlock, err = s.lockAll(ctx, idx)
+		// The sidecar's path for a PK.MPREPARE alone on its connection:
+		// sized as a pipeline's batch is (newBatch).
+		t.size = batchSize(n, len(op.Entries))
+	case op.Kind == backend.OpMove:
+		rk, oldRk = recordKey(op.NS, op.Key), recordKey(op.NS, op.OldKey)
+		unlock, err = s.lock2(ctx, rk, oldRk)
+		held = []int{s.stripe(rk), s.stripe(oldRk)}
+	default:
+		rk = recordKey(op.NS, op.Key)
+		unlock, err = s.lock(ctx, rk)
+		held = []int{s.stripe(rk)}
+	}
+	defer unlock()
+	if err != nil {
+		return backend.Result{Err: err}
+	}
+	r := s.exec(t, op, rk, oldRk)
+	if err := s.end(t, r.Err, held...); err != nil {
+		return backend.Result{Err: err}
+	}
+	return r
+}
+
+// pipeline runs ops, the PK commands read together from client connections,
 // and sets res[i] to the outcome of ops[i] (len(res) must be at least
 // len(ops)). The outcome is that of running them one at a time in order:
 // each is atomic, and each sees the effects of those before it.
 //
-// They share one synced commit (per batchChunk ops): Batch takes the
+// They share one synced commit (per batchChunk ops): pipeline takes the
 // stripes of every key involved, deduplicated and in index order (the order
 // Move takes its two, so batches, Moves and single commands cannot
 // deadlock), runs the ops in order through one indexed batch so that a read
@@ -39,7 +107,7 @@ const batchChunk = 256
 // reads, which may have seen the uncommitted writes, and on every op after
 // it, which is not run. A WAL write or fsync failure exits the process
 // before anything is answered, as for single commands (see Fatalf).
-func (s *Store) Batch(ctx context.Context, ops []backend.Op, res []backend.Result) {
+func (s *Store) pipeline(ctx context.Context, ops []backend.Op, res []backend.Result) {
 	for start := 0; start < len(ops); start += batchChunk {
 		end := min(start+batchChunk, len(ops))
 		if err := s.batch(ctx, ops[start:end], res[start:end]); err != nil {
@@ -176,15 +244,15 @@ func (s *Store) recordKeys(ops []backend.Op) (keys [][2][]byte, idx []int) {
 	return keys, idx
 }
 
-// Exec implements commands.Execer: it runs a transaction's ops as one
-// isolated unit, all or nothing on disk. As a Batch chunk does, it takes
+// isolated runs a transaction's ops as one isolated unit (Run with
+// Isolated), all or nothing on disk. As a pipeline's chunk does, it takes
 // the stripes of every key of the block in index order (no deadlock with
 // Moves, batches or other blocks), runs the ops in order through one
 // indexed batch, so each sees the writes of those before it, commits that
-// batch with one fsync and only then lets go of the stripes. Unlike Batch
-// it is never split, and a failure of any op drops the whole batch: the
-// block is then not written at all and Exec returns the error.
-func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error {
+// batch with one fsync and only then lets go of the stripes. Unlike a
+// pipeline it is never split, and a failure of any op drops the whole
+// batch: the block is then not written at all and the error is returned.
+func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Result) error {
 	keys, idx := s.recordKeys(ops)
 	if s.space.waiting.Load() {
 		// Read only, from one snapshot: a block that writes is refused
@@ -221,7 +289,7 @@ func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result
 	return s.commit(b, held...)
 }
 
-// exec runs one op of a batch on t.
+// exec runs one op on t: the store's one switch over the kinds of ops.
 func (s *Store) exec(t *txn, op *backend.Op, rk, oldRk []byte) backend.Result {
 	var r backend.Result
 	switch op.Kind {
@@ -242,7 +310,7 @@ func (s *Store) exec(t *txn, op *backend.Op, rk, oldRk []byte) backend.Result {
 		}
 		r.OK, r.Err = s.mprepare(t, rks, op.Entries, op.Exp)
 	default:
-		r.Err = fmt.Errorf("disk: batch: unknown op kind %d", op.Kind)
+		r.Err = backend.UnknownOp("disk: batch", op.Kind)
 	}
 	if r.Err != nil {
 		return backend.Result{Err: r.Err}

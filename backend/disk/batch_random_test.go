@@ -39,7 +39,7 @@ func TestBatchAsOneAtATime(t *testing.T) {
 				}
 				pipeline := randomOps(rng, n, clock.Now().UnixMilli())
 				res := make([]backend.Result, n)
-				batched.Batch(ctx, pipeline, res)
+				batched.Run(ctx, pipeline, res, backend.Pipelined)
 				want := runAlone(ctx, alone, pipeline)
 				for i := range want {
 					requireResults(t, want[i:i+1], res[i:i+1])

@@ -296,7 +296,7 @@ func TestBatch(t *testing.T) {
 			clock.Advance(tc.advance)
 			before := syncs.n.Load()
 			res := make([]backend.Result, len(tc.ops))
-			s.Batch(ctx, tc.ops, res)
+			s.Run(ctx, tc.ops, res, backend.Pipelined)
 			require.Equal(t, tc.syncs, syncs.n.Load()-before, "fsyncs")
 			requireResults(t, tc.want, res)
 			require.Len(t, keyspace(t, s, prefixRecord), tc.records)
@@ -312,15 +312,15 @@ func runAlone(ctx context.Context, s *Store, ops []backend.Op) []backend.Result 
 		r := &res[i]
 		switch op.Kind {
 		case backend.OpPrepare:
-			r.OK, r.Err = s.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
+			r.OK, r.Err = (backend.Calls{Runner: s}).Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
 		case backend.OpGet:
-			r.Record, r.Found, r.Err = s.Get(ctx, op.NS, op.Key)
+			r.Record, r.Found, r.Err = (backend.Calls{Runner: s}).Get(ctx, op.NS, op.Key)
 		case backend.OpRollback:
-			r.OK, r.Err = s.Rollback(ctx, op.NS, op.Key, op.Cond)
+			r.OK, r.Err = (backend.Calls{Runner: s}).Rollback(ctx, op.NS, op.Key, op.Cond)
 		case backend.OpReprepare:
-			r.OK, r.Err = s.Reprepare(ctx, op.NS, op.Key, op.Value, op.Cond, op.Exp)
+			r.OK, r.Err = (backend.Calls{Runner: s}).Reprepare(ctx, op.NS, op.Key, op.Value, op.Cond, op.Exp)
 		case backend.OpMove:
-			r.Move, r.Err = s.Move(ctx, op.NS, op.Key, op.Value, op.OldKey, op.OldValue, op.Exp)
+			r.Move, r.Err = (backend.Calls{Runner: s}).Move(ctx, op.NS, op.Key, op.Value, op.OldKey, op.OldValue, op.Exp)
 		default:
 			r.Err = fmt.Errorf("disk: batch: unknown op kind %d", op.Kind)
 		}
@@ -345,7 +345,7 @@ func TestBatchFailsWhole(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		res := make([]backend.Result, len(ops))
-		s.Batch(ctx, ops, res)
+		s.Run(ctx, ops, res, backend.Pipelined)
 		requireAllFail(t, res, context.Canceled)
 		require.Empty(t, keyspace(t, s, prefixRecord))
 	})
@@ -354,7 +354,7 @@ func TestBatchFailsWhole(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, s.Close())
 		res := make([]backend.Result, len(ops))
-		s.Batch(context.Background(), ops, res)
+		s.Run(context.Background(), ops, res, backend.Pipelined)
 		requireAllFail(t, res, ErrClosed)
 	})
 	t.Run("failed commit", func(t *testing.T) {
@@ -375,14 +375,14 @@ func TestBatchFailsWhole(t *testing.T) {
 			long = append(long, opGet("a"))
 		}
 		res := make([]backend.Result, len(long))
-		s.Batch(context.Background(), long, res)
+		s.Run(context.Background(), long, res, backend.Pipelined)
 		requireAllFail(t, res, pebble.ErrReadOnly)
 		require.ErrorContains(t, res[0].Err, "disk: commit: ")
 		require.Equal(t, []backend.Result{found("v", 0, true), notFound}, runAlone(context.Background(), s, []backend.Op{opGet("a"), opGet("b")}))
 
 		// A batch that writes nothing needs no commit, so it is answered.
 		res = res[:2]
-		s.Batch(context.Background(), []backend.Op{opGet("a"), opPrepare("a", "w", forever())}, res)
+		s.Run(context.Background(), []backend.Op{opGet("a"), opPrepare("a", "w", forever())}, res, backend.Pipelined)
 		requireResults(t, []backend.Result{found("v", 0, true), no}, res)
 	})
 }
@@ -397,7 +397,7 @@ func TestBatchCorruptRecord(t *testing.T) {
 		opMove("b", "v", "bad", "v", forever()), opMove("b", "w", "a", "v", forever()), opGet("b"),
 	}
 	res := make([]backend.Result, len(ops))
-	s.Batch(context.Background(), ops, res)
+	s.Run(context.Background(), ops, res, backend.Pipelined)
 	for _, i := range []int{1, 2, 3} {
 		require.ErrorIs(t, res[i].Err, errCorrupt, "op %d", i)
 		res[i].Err = nil

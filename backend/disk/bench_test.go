@@ -47,8 +47,8 @@ func BenchmarkPrepareParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			key := fmt.Appendf(nil, "k:%d", rand.IntN(1_000_000))
-			if _, err := s.Prepare(ctx, "ns", key, []byte("v"), backend.Expiry{}); err != nil {
-				b.Error(err)
+			if r := s.RunOne(ctx, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: key, Value: []byte("v")}); r.Err != nil {
+				b.Error(r.Err)
 				return
 			}
 		}
@@ -63,8 +63,8 @@ func BenchmarkPrepareSerial(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := s.Prepare(ctx, "ns", fmt.Appendf(nil, "k:%d", i), []byte("v"), backend.Expiry{}); err != nil {
-			b.Fatal(err)
+		if r := s.RunOne(ctx, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: fmt.Appendf(nil, "k:%d", i), Value: []byte("v")}); r.Err != nil {
+			b.Fatal(r.Err)
 		}
 	}
 	reportOps(b)
@@ -85,8 +85,8 @@ func BenchmarkGetParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, _, err := s.Get(ctx, "ns", fmt.Appendf(nil, "k:%d", rand.IntN(keys+keys/10))); err != nil {
-				b.Error(err)
+			if r := s.RunOne(ctx, backend.Op{Kind: backend.OpGet, NS: "ns", Key: fmt.Appendf(nil, "k:%d", rand.IntN(keys+keys/10))}); r.Err != nil {
+				b.Error(r.Err)
 				return
 			}
 		}
@@ -96,9 +96,9 @@ func BenchmarkGetParallel(b *testing.B) {
 
 // BenchmarkPreparePipelined is PK.PREPARE of random keys from ~50 clients
 // that pipeline depth commands each (redis-benchmark -P depth): "single"
-// runs each through Prepare with its own commit, as a store without Batch
-// would (pebble's group commit still shares fsyncs between clients);
-// "batch" hands each client's depth commands to Batch, one commit for all.
+// runs each alone (RunOne) with its own commit, as a store without
+// batches would (pebble's group commit still shares fsyncs between clients);
+// "batch" hands each client's depth commands to one Run, one commit for all.
 func BenchmarkPreparePipelined(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
@@ -119,10 +119,10 @@ func BenchmarkPreparePipelined(b *testing.B) {
 				res := make([]backend.Result, tc.depth)
 				flush := func() bool {
 					if tc.batch {
-						s.Batch(ctx, ops, res)
+						s.Run(ctx, ops, res, backend.Pipelined)
 					} else {
 						for i, op := range ops {
-							res[i].OK, res[i].Err = s.Prepare(ctx, op.NS, op.Key, op.Value, op.Exp)
+							res[i] = s.RunOne(ctx, op)
 						}
 					}
 					for _, r := range res[:len(ops)] {
@@ -160,9 +160,9 @@ func signUp() []backend.Op {
 	}
 }
 
-// BenchmarkSignUpExec runs sign-ups as transactions (Exec: isolated) from
+// BenchmarkSignUpExec runs sign-ups as transactions (Run, Isolated) from
 // ~50 clients; BenchmarkSignUpBatch runs the same two commands as a
-// pipeline (Batch: each atomic alone). Side by side they give the cost of
+// pipeline (Run, Pipelined: each atomic alone). Side by side they give the cost of
 // isolation. A block counts as one op.
 func BenchmarkSignUpExec(b *testing.B) {
 	s := benchStore(b)
@@ -172,7 +172,7 @@ func BenchmarkSignUpExec(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		res := make([]backend.Result, 2)
 		for pb.Next() {
-			if err := s.Exec(ctx, signUp(), res); err != nil {
+			if err := s.Run(ctx, signUp(), res, backend.Isolated); err != nil {
 				b.Error(err)
 				return
 			}
@@ -189,7 +189,7 @@ func BenchmarkSignUpBatch(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		res := make([]backend.Result, 2)
 		for pb.Next() {
-			s.Batch(ctx, signUp(), res)
+			s.Run(ctx, signUp(), res, backend.Pipelined)
 			if res[0].Err != nil {
 				b.Error(res[0].Err)
 				return

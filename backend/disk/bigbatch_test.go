@@ -54,16 +54,16 @@ func TestBigBatchMemory(t *testing.T) {
 		run  func(s *Store, entries []backend.Entry) (bool, error)
 	}{
 		{"MPrepare", func(s *Store, entries []backend.Entry) (bool, error) {
-			return s.MPrepare(context.Background(), entries, backend.Expiry{})
+			return (backend.Calls{Runner: s}).MPrepare(context.Background(), entries, backend.Expiry{})
 		}},
 		{"Batch", func(s *Store, entries []backend.Entry) (bool, error) {
 			res := make([]backend.Result, 1)
-			s.Batch(context.Background(), []backend.Op{{Kind: backend.OpMPrepare, Entries: entries}}, res)
+			s.Run(context.Background(), []backend.Op{{Kind: backend.OpMPrepare, Entries: entries}}, res, backend.Pipelined)
 			return res[0].OK, res[0].Err
 		}},
 		{"Exec", func(s *Store, entries []backend.Entry) (bool, error) {
 			res := make([]backend.Result, 1)
-			err := s.Exec(context.Background(), []backend.Op{{Kind: backend.OpMPrepare, Entries: entries}}, res)
+			err := s.Run(context.Background(), []backend.Op{{Kind: backend.OpMPrepare, Entries: entries}}, res, backend.Isolated)
 			return res[0].OK, err
 		}},
 	} {
@@ -130,7 +130,7 @@ func bigBatchMemory(t *testing.T, run func(s *Store, entries []backend.Entry) (b
 		require.NoError(t, pprof.WriteHeapProfile(out))
 		require.NoError(t, out.Close())
 	}
-	got, found, err := s.Get(context.Background(), "ns", []byte("k63"))
+	got, found, err := (backend.Calls{Runner: s}).Get(context.Background(), "ns", []byte("k63"))
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, value, got.Value)

@@ -7,7 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// chunkReader is where the ops of one Batch chunk read their records. A
+// chunkReader is where the ops of one pipeline chunk read their records. A
 // record that no earlier op of the chunk touched is read through one DB
 // iterator kept for the whole chunk; one that an earlier op may have
 // written, through the chunk's indexed batch, which shows that write.

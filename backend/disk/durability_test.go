@@ -87,13 +87,13 @@ func TestNothingSeenBeforeFsync(t *testing.T) {
 	for i := 0; s.stripe(recordKey("ns", other)) == s.stripe(recordKey("ns", key)); i++ {
 		other = append(other, 'x')
 	}
-	_, err = s.Prepare(ctx, "ns", other, []byte("o"), forever())
+	_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", other, []byte("o"), forever())
 	require.NoError(t, err)
 
 	gate.arm()
 	prepared := make(chan bool)
 	go func() {
-		ok, err := s.Prepare(ctx, "ns", key, []byte("v"), forever())
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", key, []byte("v"), forever())
 		if err != nil {
 			t.Error(err)
 		}
@@ -103,13 +103,13 @@ func TestNothingSeenBeforeFsync(t *testing.T) {
 
 	got := make(chan backend.Record, 1)
 	go func() {
-		rec, ok, err := s.Get(ctx, "ns", key)
+		rec, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", key)
 		if err != nil || !ok {
 			t.Errorf("get after fsync: ok %v, err %v", ok, err)
 		}
 		got <- rec
 	}()
-	rec, ok, err := s.Get(ctx, "ns", other) // another stripe is not held up
+	rec, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", other) // another stripe is not held up
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []byte("o"), rec.Value)
@@ -148,7 +148,7 @@ func TestBatchNothingSeenBeforeFsync(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.Batch(ctx, ops, res)
+		s.Run(ctx, ops, res, backend.Pipelined)
 	}()
 	<-gate.entered // the batch is in the memtable, its fsync is held
 
@@ -190,12 +190,12 @@ func TestFsyncFailure(t *testing.T) {
 
 			s := openTest(t, dir, newFakeClock(), time.Hour)
 			for i := range 10 {
-				rec, ok, err := s.Get(context.Background(), "ns", fmt.Appendf(nil, "acked-%d", i))
+				rec, ok, err := (backend.Calls{Runner: s}).Get(context.Background(), "ns", fmt.Appendf(nil, "acked-%d", i))
 				require.NoError(t, err)
 				require.True(t, ok, "acked-%d lost", i)
 				require.Equal(t, []byte("v"), rec.Value)
 			}
-			_, ok, err := s.Get(context.Background(), "ns", []byte("failed"))
+			_, ok, err := (backend.Calls{Runner: s}).Get(context.Background(), "ns", []byte("failed"))
 			require.NoError(t, err)
 			require.False(t, ok, "the write whose fsync failed was found")
 		})
@@ -222,7 +222,7 @@ func TestHelperFailingFsync(t *testing.T) {
 	s, err := open(dir, backend.Options{}, config{fs: errorfs.Wrap(vfs.Default, inj)})
 	require.NoError(t, err)
 	for i := range 10 {
-		ok, err := s.Prepare(ctx, "ns", fmt.Appendf(nil, "acked-%d", i), []byte("v"), forever())
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", fmt.Appendf(nil, "acked-%d", i), []byte("v"), forever())
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -230,10 +230,10 @@ func TestHelperFailingFsync(t *testing.T) {
 	if os.Getenv("DISK_FAIL_MODE") == "batch" {
 		ops := []backend.Op{opPrepare("failed", "v", forever()), opGet("failed"), opGet("acked-0")}
 		res := make([]backend.Result, len(ops))
-		s.Batch(ctx, ops, res)
+		s.Run(ctx, ops, res, backend.Pipelined)
 		fmt.Printf("answered %+v\n", res) // never reached: pebble exits
 		return
 	}
-	ok, err := s.Prepare(ctx, "ns", []byte("failed"), []byte("v"), forever())
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("failed"), []byte("v"), forever())
 	fmt.Printf("answered %v, %v\n", ok, err) // never reached: pebble exits
 }

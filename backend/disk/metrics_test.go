@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/prepkey/prepkey/backend"
 )
 
 // TestMetrics: the store's collector shows the records its sweep deleted,
@@ -18,11 +20,11 @@ func TestMetrics(t *testing.T) {
 	clock := newFakeClock()
 	s := openTest(t, t.TempDir(), clock, time.Minute)
 	for i := range 5 {
-		ok, err := s.Prepare(ctx, "ns", fmt.Appendf(nil, "k%d", i), []byte("v"), after(time.Second))
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", fmt.Appendf(nil, "k%d", i), []byte("v"), after(time.Second))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	_, err := s.Prepare(ctx, "ns", []byte("kept"), []byte("v"), forever())
+	_, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("kept"), []byte("v"), forever())
 	require.NoError(t, err)
 	clock.Advance(time.Second + time.Minute)
 	n, err := s.sweep()

@@ -12,40 +12,10 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// MPrepare reserves every entry or none, atomically and durably: the
-// stripes of all entries are taken (in index order, as Batch takes them),
-// every record is read, and either nothing is written or one batch holds
-// them all, committed with one fsync.
-func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
-	if s.space.waiting.Load() {
-		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpMPrepare, Entries: entries, Exp: exp})
-		return r.OK, r.Err
-	}
-	rks := make([][]byte, len(entries))
-	idx := make([]int, len(entries))
-	n := 0
-	for i, e := range entries {
-		rks[i] = recordKey(e.NS, e.Key)
-		idx[i] = s.stripe(rks[i])
-		n += len(e.Value)
-	}
-	held, unlock, err := s.lockAll(ctx, idx)
-	defer unlock()
-	if err != nil {
-		return false, err
-	}
-	t := s.alone()
-	// The sidecar's path for a PK.MPREPARE alone on its connection: sized
-	// as Batch sizes it (newBatch).
-	t.size = batchSize(n, len(entries))
-	ok, err := s.mprepare(t, rks, entries, exp)
-	if err := s.end(t, err, held...); err != nil {
-		return false, err
-	}
-	return ok, nil
-}
-
-// mprepare is MPrepare on t, with the stripes held. rks[i] is the record
+// mprepare is PK.MPREPARE on t, with the stripes of every entry held:
+// every entry or none is reserved, atomically and durably (every record is
+// read, and either nothing is written or one batch holds them all,
+// committed with one fsync). rks[i] is the record
 // key of entries[i].
 func (s *Store) mprepare(t *txn, rks [][]byte, entries []backend.Entry, exp backend.Expiry) (bool, error) {
 	now := s.nowMs()

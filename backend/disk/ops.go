@@ -162,8 +162,8 @@ func (s *Store) commit(b *pebble.Batch, held ...int) error {
 
 // txn is what one command reads from and writes to. The read-modify-write
 // of each command kind (prepare, get, ...) is written once, over a txn, and
-// serves both a command alone (Prepare, Get, ...: reads from the DB, a batch
-// of its own at its first write) and the commands of a pipeline (Batch:
+// serves both a command alone (Run of one op, one: reads from the DB, a batch
+// of its own at its first write) and the commands of a pipeline (pipeline:
 // reads and writes through one indexed batch, so each command sees the
 // writes of those before it, and all share one commit).
 type txn struct {
@@ -219,27 +219,8 @@ func (s *Store) end(t *txn, err error, held ...int) error {
 // nowMs reads the store's clock.
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
-// Prepare reserves key for value when no live record holds it.
-func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
-	if s.space.waiting.Load() {
-		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpPrepare, NS: ns, Key: key, Value: value, Exp: exp})
-		return r.OK, r.Err
-	}
-	rk := recordKey(ns, key)
-	unlock, err := s.lock(ctx, rk)
-	defer unlock()
-	if err != nil {
-		return false, err
-	}
-	t := s.alone()
-	ok, err := s.prepare(t, rk, value, exp)
-	if err := s.end(t, err, s.stripe(rk)); err != nil {
-		return false, err
-	}
-	return ok, nil
-}
-
-// prepare is Prepare on t, with the stripes held.
+// prepare is PK.PREPARE on t, with the stripes held: key is reserved
+// for value when no live record holds it.
 func (s *Store) prepare(t *txn, rk, value []byte, exp backend.Expiry) (bool, error) {
 	now := s.nowMs()
 	old, err := t.read(rk)
@@ -259,24 +240,10 @@ func (s *Store) prepare(t *txn, rk, value []byte, exp backend.Expiry) (bool, err
 	return true, nil
 }
 
-// Get returns the record of key, live or expired but retained. It takes the
-// stripe too: pebble shows a batch before its fsync, and the stripe is what
-// keeps a reader from answering with a record that is not yet durable.
-func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
-	rk := recordKey(ns, key)
-	if s.space.waiting.Load() {
-		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpGet, NS: ns, Key: key})
-		return r.Record, r.Found, r.Err
-	}
-	unlock, err := s.lock(ctx, rk)
-	defer unlock()
-	if err != nil {
-		return backend.Record{}, false, err
-	}
-	return s.get(s.alone(), rk)
-}
-
-// get is Get on t, with the stripes held.
+// get is PK.GET on t, with the stripes held: the record of key, live or
+// expired but retained. A read takes the stripe too: pebble shows a batch
+// before its fsync, and the stripe is what keeps a reader from answering
+// with a record that is not yet durable.
 func (s *Store) get(t *txn, rk []byte) (backend.Record, bool, error) {
 	now := s.nowMs()
 	r, err := t.read(rk)
@@ -286,27 +253,8 @@ func (s *Store) get(t *txn, rk []byte) (backend.Record, bool, error) {
 	return backend.Record{Value: r.value, TTLAt: r.ttlAt, Live: backend.LiveAt(r.ttlAt, now)}, true, nil
 }
 
-// Rollback deletes the record of key, live or expired, if ifeq holds.
-func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
-	if s.space.waiting.Load() {
-		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpRollback, NS: ns, Key: key, Cond: ifeq})
-		return r.OK, r.Err
-	}
-	rk := recordKey(ns, key)
-	unlock, err := s.lock(ctx, rk)
-	defer unlock()
-	if err != nil {
-		return false, err
-	}
-	t := s.alone()
-	ok, err := s.rollback(t, rk, ifeq)
-	if err := s.end(t, err, s.stripe(rk)); err != nil {
-		return false, err
-	}
-	return ok, nil
-}
-
-// rollback is Rollback on t, with the stripes held.
+// rollback is PK.ROLLBACK on t, with the stripes held: the record of key,
+// live or expired, is deleted if ifeq holds.
 func (s *Store) rollback(t *txn, rk []byte, ifeq backend.Cond) (bool, error) {
 	now := s.nowMs()
 	old, err := t.read(rk)
@@ -325,27 +273,8 @@ func (s *Store) rollback(t *txn, rk []byte, ifeq backend.Cond) (bool, error) {
 	return true, nil
 }
 
-// Reprepare replaces the value of the live record of key if ifeq holds.
-func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
-	if s.space.waiting.Load() {
-		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpReprepare, NS: ns, Key: key, Value: value, Cond: ifeq, Exp: exp})
-		return r.OK, r.Err
-	}
-	rk := recordKey(ns, key)
-	unlock, err := s.lock(ctx, rk)
-	defer unlock()
-	if err != nil {
-		return false, err
-	}
-	t := s.alone()
-	ok, err := s.reprepare(t, rk, value, ifeq, exp)
-	if err := s.end(t, err, s.stripe(rk)); err != nil {
-		return false, err
-	}
-	return ok, nil
-}
-
-// reprepare is Reprepare on t, with the stripes held.
+// reprepare is PK.REPREPARE on t, with the stripes held: the value of the
+// live record of key is replaced if ifeq holds.
 func (s *Store) reprepare(t *txn, rk, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
 	now := s.nowMs()
 	old, err := t.read(rk)
@@ -365,31 +294,11 @@ func (s *Store) reprepare(t *txn, rk, value []byte, ifeq backend.Cond, exp backe
 	return true, nil
 }
 
-// Move reserves newKey for newValue and releases oldKey if it holds
-// oldValue, in one batch under both stripes: it is atomic, on disk too.
-// A live newKey wins over a mismatched oldKey (:0 before -MISMATCH), as
-// PREPARE newKey would fail before ROLLBACK oldKey is tried.
-func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
-	if s.space.waiting.Load() {
-		r := s.whileWaiting(ctx, backend.Op{Kind: backend.OpMove, NS: ns, Key: newKey, Value: newValue,
-			OldKey: oldKey, OldValue: oldValue, Exp: exp})
-		return r.Move, r.Err
-	}
-	nk, ok := recordKey(ns, newKey), recordKey(ns, oldKey)
-	unlock, err := s.lock2(ctx, nk, ok)
-	defer unlock()
-	if err != nil {
-		return 0, err
-	}
-	t := s.alone()
-	r, err := s.move(t, nk, newValue, ok, oldValue, exp)
-	if err := s.end(t, err, s.stripe(nk), s.stripe(ok)); err != nil {
-		return 0, err
-	}
-	return r, nil
-}
-
-// move is Move on t, with the stripes held.
+// move is a key change on t, with both stripes held: newKey is reserved
+// for newValue and oldKey released if it holds oldValue, in one batch: it
+// is atomic, on disk too. A live newKey wins over a mismatched oldKey (:0
+// before -MISMATCH), as PREPARE newKey would fail before ROLLBACK oldKey
+// is tried.
 func (s *Store) move(t *txn, nk, newValue, ok, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
 	if bytes.Equal(nk, ok) {
 		return 0, fmt.Errorf("disk: move: old and new key are the same")

@@ -33,7 +33,7 @@ func TestRacePrepareOneKey(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				v := []byte{byte(g)}
-				ok, err := s.Prepare(ctx, "ns", key, v, forever())
+				ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", key, v, forever())
 				if err != nil {
 					t.Error(err)
 					return
@@ -47,7 +47,7 @@ func TestRacePrepareOneKey(t *testing.T) {
 		close(start)
 		wg.Wait()
 		require.Equal(t, int32(1), wins.Load(), "round %d", round)
-		rec, ok, err := s.Get(ctx, "ns", key)
+		rec, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", key)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, winner.Load(), rec.Value)
@@ -61,7 +61,7 @@ func TestRaceMoveBothWays(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir(), newFakeClock(), time.Hour)
 	a, b, v := []byte("a"), []byte("b"), []byte("v")
-	ok, err := s.Prepare(ctx, "ns", a, v, forever())
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", a, v, forever())
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -74,7 +74,7 @@ func TestRaceMoveBothWays(t *testing.T) {
 		}
 		wg.Go(func() {
 			for range 20 {
-				r, err := s.Move(ctx, "ns", to, v, from, v, forever())
+				r, err := (backend.Calls{Runner: s}).Move(ctx, "ns", to, v, from, v, forever())
 				if err != nil {
 					t.Error(err)
 					return
@@ -86,9 +86,9 @@ func TestRaceMoveBothWays(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	_, okA, err := s.Get(ctx, "ns", a)
+	_, okA, err := (backend.Calls{Runner: s}).Get(ctx, "ns", a)
 	require.NoError(t, err)
-	_, okB, err := s.Get(ctx, "ns", b)
+	_, okB, err := (backend.Calls{Runner: s}).Get(ctx, "ns", b)
 	require.NoError(t, err)
 	require.NotEqual(t, okA, okB, "exactly one of a and b is reserved")
 	require.Equal(t, okB, moved.Load()%2 == 1, "moves: %d", moved.Load())
@@ -125,7 +125,7 @@ func TestRaceBatchOneWinner(t *testing.T) {
 					res = runAlone(ctx, s, ops)
 				} else {
 					res = make([]backend.Result, len(ops))
-					s.Batch(ctx, ops, res)
+					s.Run(ctx, ops, res, backend.Pipelined)
 				}
 				for i, k := range order {
 					prep, get := res[2*i], res[2*i+1]
@@ -150,7 +150,7 @@ func TestRaceBatchOneWinner(t *testing.T) {
 		wg.Wait()
 		require.Equal(t, int32(keys), wins.Load(), "round %d", round)
 		for k := range keys {
-			rec, ok, err := s.Get(ctx, "ns", fmt.Appendf(nil, "r%d:%d", round, k))
+			rec, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", fmt.Appendf(nil, "r%d:%d", round, k))
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.Equal(t, fmt.Sprint(winners[k].Load()-1), string(rec.Value), "round %d key %d", round, k)
@@ -166,7 +166,7 @@ func TestRaceBatchOneWinner(t *testing.T) {
 func TestRaceBatchMoves(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir(), newFakeClock(), time.Hour)
-	ok, err := s.Prepare(ctx, "ns", []byte("a"), []byte("v"), forever())
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("a"), []byte("v"), forever())
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -181,7 +181,7 @@ func TestRaceBatchMoves(t *testing.T) {
 					from, to = to, from
 				}
 				if c%4 == 0 {
-					r, err := s.Move(ctx, "ns", []byte(to), []byte("v"), []byte(from), []byte("v"), forever())
+					r, err := (backend.Calls{Runner: s}).Move(ctx, "ns", []byte(to), []byte("v"), []byte(from), []byte("v"), forever())
 					if err != nil {
 						t.Error(err)
 						return
@@ -200,7 +200,7 @@ func TestRaceBatchMoves(t *testing.T) {
 				}
 				rng.Shuffle(2, func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
 				res := make([]backend.Result, len(ops))
-				s.Batch(ctx, ops, res)
+				s.Run(ctx, ops, res, backend.Pipelined)
 				for _, r := range res {
 					if r.Err != nil {
 						t.Error(r.Err)
@@ -217,9 +217,9 @@ func TestRaceBatchMoves(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	_, okA, err := s.Get(ctx, "ns", []byte("a"))
+	_, okA, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte("a"))
 	require.NoError(t, err)
-	_, okB, err := s.Get(ctx, "ns", []byte("b"))
+	_, okB, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte("b"))
 	require.NoError(t, err)
 	require.NotEqual(t, okA, okB, "exactly one of a and b is reserved")
 	require.Equal(t, okB, moved.Load()%2 == 1, "moves: %d", moved.Load())
@@ -242,7 +242,7 @@ func TestRaceBatchClose(t *testing.T) {
 					opRollback(fmt.Sprintf("%d:%d", c, i-1), backend.Cond{}),
 				}
 				res := make([]backend.Result, len(ops))
-				s.Batch(ctx, ops, res)
+				s.Run(ctx, ops, res, backend.Pipelined)
 				if res[0].Err != nil {
 					for j, r := range res {
 						if !errors.Is(r.Err, ErrClosed) {

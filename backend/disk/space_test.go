@@ -42,33 +42,33 @@ func TestMinFree(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 
-	ok, err := s.Prepare(ctx, "ns", []byte("a"), []byte("1"), forever())
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("a"), []byte("1"), forever())
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = s.Prepare(ctx, "ns", []byte("b"), []byte("2"), forever())
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("b"), []byte("2"), forever())
 	require.NoError(t, err)
 	require.True(t, ok)
 
 	free.Store(512 << 10)
 	_, err = s.space.read()
 	require.NoError(t, err)
-	_, err = s.Prepare(ctx, "ns", []byte("c"), []byte("3"), forever())
+	_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("c"), []byte("3"), forever())
 	require.ErrorIs(t, err, ErrDiskFull)
 	require.EqualError(t, err, "disk full: 512.0 KiB free on "+dir+", below the reserve of 1.0 MiB (--min-free-disk); writes resume once space is freed")
-	_, err = s.Reprepare(ctx, "ns", []byte("a"), []byte("9"), backend.Cond{}, forever())
+	_, err = (backend.Calls{Runner: s}).Reprepare(ctx, "ns", []byte("a"), []byte("9"), backend.Cond{}, forever())
 	require.ErrorIs(t, err, ErrDiskFull)
-	_, err = s.Move(ctx, "ns", []byte("d"), []byte("4"), []byte("a"), []byte("1"), forever())
+	_, err = (backend.Calls{Runner: s}).Move(ctx, "ns", []byte("d"), []byte("4"), []byte("a"), []byte("1"), forever())
 	require.ErrorIs(t, err, ErrDiskFull)
-	_, err = s.MPrepare(ctx, []backend.Entry{{NS: "ns", Key: []byte("d"), Value: []byte("4")}}, forever())
+	_, err = (backend.Calls{Runner: s}).MPrepare(ctx, []backend.Entry{{NS: "ns", Key: []byte("d"), Value: []byte("4")}}, forever())
 	require.ErrorIs(t, err, ErrDiskFull)
-	ok, err = s.Prepare(ctx, "ns", []byte("a"), []byte("x"), forever()) // taken: writes nothing
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("a"), []byte("x"), forever()) // taken: writes nothing
 	require.NoError(t, err)
 	require.False(t, ok)
-	rec, found, err := s.Get(ctx, "ns", []byte("a"))
+	rec, found, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte("a"))
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, "1", string(rec.Value))
-	ok, err = s.Rollback(ctx, "ns", []byte("b"), backend.Cond{})
+	ok, err = (backend.Calls{Runner: s}).Rollback(ctx, "ns", []byte("b"), backend.Cond{})
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -78,7 +78,7 @@ func TestMinFree(t *testing.T) {
 		{Kind: backend.OpGet, NS: "ns", Key: []byte("e")},
 	}
 	res := make([]backend.Result, len(ops))
-	s.Batch(ctx, ops, res)
+	s.Run(ctx, ops, res, backend.Pipelined)
 	require.ErrorIs(t, res[0].Err, ErrDiskFull)
 	require.NoError(t, res[1].Err)
 	require.Equal(t, "1", string(res[1].Record.Value))
@@ -88,10 +88,10 @@ func TestMinFree(t *testing.T) {
 	free.Store(100 << 20)
 	_, err = s.space.read()
 	require.NoError(t, err)
-	ok, err = s.Prepare(ctx, "ns", []byte("c"), []byte("3"), forever())
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("c"), []byte("3"), forever())
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, found, err = s.Get(ctx, "ns", []byte("a"))
+	_, found, err = (backend.Calls{Runner: s}).Get(ctx, "ns", []byte("a"))
 	require.NoError(t, err)
 	require.True(t, found)
 
@@ -111,7 +111,7 @@ func TestWritesCountedTowardFree(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	before := s.space.avail.Load()
-	_, err = s.Prepare(ctx, "ns", []byte("a"), make([]byte, 64<<10), forever())
+	_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("a"), make([]byte, 64<<10), forever())
 	require.NoError(t, err)
 	require.LessOrEqual(t, s.space.avail.Load(), before-64<<10)
 }
@@ -139,7 +139,7 @@ func TestENOSPCWaitsForSpace(t *testing.T) {
 	full.Store(true)
 	prepared := make(chan error, 1)
 	go func() {
-		ok, err := s.Prepare(ctx, "ns", []byte("k"), []byte("v"), forever())
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), []byte("v"), forever())
 		if err == nil && !ok {
 			err = errors.New("not prepared")
 		}
@@ -155,7 +155,7 @@ func TestENOSPCWaitsForSpace(t *testing.T) {
 	for s.stripe(recordKey("ns", other)) == s.stripe(recordKey("ns", []byte("k"))) {
 		other = append(other, 'x')
 	}
-	_, err = s.Prepare(ctx, "ns", other, []byte("v"), forever())
+	_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", other, []byte("v"), forever())
 	require.ErrorIs(t, err, ErrDiskFull) // refused meanwhile, without waiting
 
 	free.Store(100 << 20)
@@ -164,7 +164,7 @@ func TestENOSPCWaitsForSpace(t *testing.T) {
 	s, err = open(dir, backend.Options{}, config{})
 	require.NoError(t, err)
 	defer s.Close()
-	rec, ok, err := s.Get(ctx, "ns", []byte("k"))
+	rec, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte("k"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "v", string(rec.Value))

@@ -14,8 +14,8 @@
 // a reader without the lock could answer from a write that a crash would
 // undo. Other stripes proceed meanwhile and share the fsync. A key change
 // (Move) locks both stripes in index order and commits one batch, so it is
-// atomic. The commands of one client pipeline (Batch, batch.go) lock all
-// their stripes the same way and share one commit and one fsync.
+// atomic. The commands of a pipeline (Run with several ops, batch.go) lock
+// all their stripes the same way and share one commit and one fsync.
 //
 // The keyspace layout is described in encoding.go; expired records are
 // deleted after the retention by the sweep in sweep.go.
@@ -298,10 +298,6 @@ func (s *Store) Close() error {
 	})
 	return s.closeErr
 }
-
-// Drive declares that the store takes batches: the commands of many
-// clients share one commit, one fsync (Batch).
-func (s *Store) Drive() backend.Drive { return backend.DriveBatch }
 
 // Ping reports whether the store serves commands: it is open and a read
 // goes through.

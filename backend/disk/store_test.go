@@ -59,35 +59,35 @@ func TestReopen(t *testing.T) {
 		if r.ttlAt != backend.Forever {
 			exp = at(r.ttlAt)
 		}
-		ok, err := s.Prepare(ctx, r.ns, []byte(r.key), []byte(r.value), exp)
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, r.ns, []byte(r.key), []byte(r.value), exp)
 		require.NoError(t, err)
 		require.True(t, ok, "prepare %q/%q", r.ns, r.key)
 	}
 	for _, k := range []string{"moved-from", "rolled-back", "reprepared"} {
-		ok, err := s.Prepare(ctx, "user", []byte(k), []byte("v1"), after(time.Minute))
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "user", []byte(k), []byte("v1"), after(time.Minute))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	mr, err := s.Move(ctx, "user", []byte("moved-to"), []byte("m2"), []byte("moved-from"), []byte("v1"), after(5*time.Second))
+	mr, err := (backend.Calls{Runner: s}).Move(ctx, "user", []byte("moved-to"), []byte("m2"), []byte("moved-from"), []byte("v1"), after(5*time.Second))
 	require.NoError(t, err)
 	require.Equal(t, backend.Moved, mr)
-	ok, err := s.Rollback(ctx, "user", []byte("rolled-back"), backend.IfEq([]byte("v1")))
+	ok, err := (backend.Calls{Runner: s}).Rollback(ctx, "user", []byte("rolled-back"), backend.IfEq([]byte("v1")))
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = s.Reprepare(ctx, "user", []byte("reprepared"), []byte("r2"), backend.IfEq([]byte("v1")), after(20*time.Second))
+	ok, err = (backend.Calls{Runner: s}).Reprepare(ctx, "user", []byte("reprepared"), []byte("r2"), backend.IfEq([]byte("v1")), after(20*time.Second))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, s.Close())
 
 	s = openTest(t, dir, clock, time.Hour)
 	for _, r := range want {
-		got, ok, err := s.Get(ctx, r.ns, []byte(r.key))
+		got, ok, err := (backend.Calls{Runner: s}).Get(ctx, r.ns, []byte(r.key))
 		require.NoError(t, err)
 		require.True(t, ok, "record %q/%q lost", r.ns, r.key)
 		require.Equal(t, backend.Record{Value: []byte(r.value), TTLAt: r.ttlAt, Live: true}, got, "record %q/%q", r.ns, r.key)
 	}
 	for _, r := range absent {
-		_, ok, err := s.Get(ctx, r.ns, []byte(r.key))
+		_, ok, err := (backend.Calls{Runner: s}).Get(ctx, r.ns, []byte(r.key))
 		require.NoError(t, err)
 		require.False(t, ok, "record %q/%q is back", r.ns, r.key)
 	}
@@ -179,22 +179,22 @@ func TestCorruptRecord(t *testing.T) {
 	require.NoError(t, s.db.Set(recordKey("ns", []byte("k")), []byte{1, 2, 3}, nil))
 	k, v := []byte("k"), []byte("v")
 	calls := map[string]func() error{
-		"prepare": func() error { _, err := s.Prepare(ctx, "ns", k, v, forever()); return err },
-		"get":     func() error { _, _, err := s.Get(ctx, "ns", k); return err },
+		"prepare": func() error { _, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", k, v, forever()); return err },
+		"get":     func() error { _, _, err := (backend.Calls{Runner: s}).Get(ctx, "ns", k); return err },
 		"rollback": func() error {
-			_, err := s.Rollback(ctx, "ns", k, backend.Cond{})
+			_, err := (backend.Calls{Runner: s}).Rollback(ctx, "ns", k, backend.Cond{})
 			return err
 		},
 		"reprepare": func() error {
-			_, err := s.Reprepare(ctx, "ns", k, v, backend.Cond{}, forever())
+			_, err := (backend.Calls{Runner: s}).Reprepare(ctx, "ns", k, v, backend.Cond{}, forever())
 			return err
 		},
 		"move new": func() error {
-			_, err := s.Move(ctx, "ns", k, v, []byte("other"), v, forever())
+			_, err := (backend.Calls{Runner: s}).Move(ctx, "ns", k, v, []byte("other"), v, forever())
 			return err
 		},
 		"move old": func() error {
-			_, err := s.Move(ctx, "ns", []byte("other"), v, k, v, forever())
+			_, err := (backend.Calls{Runner: s}).Move(ctx, "ns", []byte("other"), v, k, v, forever())
 			return err
 		},
 	}
@@ -220,7 +220,7 @@ func TestClose(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				key := []byte{byte(g), byte(i), byte(i >> 8)}
-				if _, err := s.Prepare(ctx, "ns", key, key, after(time.Minute)); err != nil {
+				if _, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", key, key, after(time.Minute)); err != nil {
 					errs <- err
 					return
 				}
@@ -238,10 +238,10 @@ func TestClose(t *testing.T) {
 		require.ErrorIs(t, err, ErrClosed)
 	}
 	require.NoError(t, s.Close())
-	_, _, err = s.Get(ctx, "ns", []byte("k"))
+	_, _, err = (backend.Calls{Runner: s}).Get(ctx, "ns", []byte("k"))
 	require.ErrorIs(t, err, ErrClosed)
 	require.ErrorIs(t, s.Ping(ctx), ErrClosed)
-	_, err = s.Move(ctx, "ns", []byte("a"), nil, []byte("b"), nil, forever())
+	_, err = (backend.Calls{Runner: s}).Move(ctx, "ns", []byte("a"), nil, []byte("b"), nil, forever())
 	require.ErrorIs(t, err, ErrClosed)
 }
 
@@ -251,9 +251,9 @@ func TestCanceledContext(t *testing.T) {
 	s := openTest(t, t.TempDir(), newFakeClock(), time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Prepare(ctx, "ns", []byte("k"), nil, forever())
+	_, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), nil, forever())
 	require.True(t, errors.Is(err, context.Canceled))
-	_, ok, err := s.Get(context.Background(), "ns", []byte("k"))
+	_, ok, err := (backend.Calls{Runner: s}).Get(context.Background(), "ns", []byte("k"))
 	require.NoError(t, err)
 	require.False(t, ok)
 }
@@ -272,7 +272,7 @@ func TestPebbleLogsQuiet(t *testing.T) {
 			for range 2 { // the second Open replays the first one's WAL
 				s, err := open(dir, backend.Options{}, cfg)
 				require.NoError(t, err)
-				_, err = s.Prepare(context.Background(), "ns", []byte("k"), []byte("v"), forever())
+				_, err = (backend.Calls{Runner: s}).Prepare(context.Background(), "ns", []byte("k"), []byte("v"), forever())
 				require.NoError(t, err)
 				require.NoError(t, s.Close())
 			}

@@ -38,27 +38,27 @@ func TestSweep(t *testing.T) {
 				n = 2*sweepChunk + 7
 			}
 			for i := range n {
-				ok, err := s.Prepare(ctx, "ns", fmt.Appendf(nil, "due-%d", i), []byte("v"), after(tc.ttl))
+				ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", fmt.Appendf(nil, "due-%d", i), []byte("v"), after(tc.ttl))
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
 			// Kept whatever happens: forever, and a TTL far beyond.
-			_, err := s.Prepare(ctx, "ns", []byte("forever"), []byte("f"), forever())
+			_, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("forever"), []byte("f"), forever())
 			require.NoError(t, err)
-			_, err = s.Prepare(ctx, "ns", []byte("later"), []byte("l"), after(tc.ttl+tc.retention+time.Hour))
+			_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("later"), []byte("l"), after(tc.ttl+tc.retention+time.Hour))
 			require.NoError(t, err)
 			// Made due, then given a later ttlAt: its old index entry must
 			// not sweep it.
-			_, err = s.Prepare(ctx, "ns", []byte("extended"), []byte("e"), after(tc.ttl))
+			_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("extended"), []byte("e"), after(tc.ttl))
 			require.NoError(t, err)
-			ok, err := s.Reprepare(ctx, "ns", []byte("extended"), []byte("e2"), backend.Cond{}, after(tc.ttl+tc.retention+time.Hour))
+			ok, err := (backend.Calls{Runner: s}).Reprepare(ctx, "ns", []byte("extended"), []byte("e2"), backend.Cond{}, after(tc.ttl+tc.retention+time.Hour))
 			require.NoError(t, err)
 			require.True(t, ok)
 			requireIndexMatches(t, s)
 
 			clock.Advance(tc.advance)
 			// Commands see a record past retention as absent before the sweep.
-			_, ok, err = s.Get(ctx, "ns", []byte("due-0"))
+			_, ok, err = (backend.Calls{Runner: s}).Get(ctx, "ns", []byte("due-0"))
 			require.NoError(t, err)
 			require.Equal(t, !tc.wantGone, ok)
 
@@ -73,7 +73,7 @@ func TestSweep(t *testing.T) {
 			require.Len(t, keyspace(t, s, prefixExpiry), wantRecords-1) // all but forever
 			requireIndexMatches(t, s)
 			for _, k := range []string{"forever", "later", "extended"} {
-				_, ok, err := s.Get(ctx, "ns", []byte(k))
+				_, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte(k))
 				require.NoError(t, err)
 				require.True(t, ok, k)
 			}
@@ -92,11 +92,11 @@ func TestSweepReplacedRecord(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
 	s := openTest(t, t.TempDir(), clock, time.Minute)
-	ok, err := s.Prepare(ctx, "ns", []byte("k"), []byte("old"), after(time.Second))
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), []byte("old"), after(time.Second))
 	require.NoError(t, err)
 	require.True(t, ok)
 	clock.Advance(time.Second + time.Minute)
-	ok, err = s.Prepare(ctx, "ns", []byte("k"), []byte("new"), after(time.Hour))
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), []byte("new"), after(time.Hour))
 	require.NoError(t, err)
 	require.True(t, ok)
 	requireIndexMatches(t, s)
@@ -104,7 +104,7 @@ func TestSweepReplacedRecord(t *testing.T) {
 	deleted, err := s.sweep()
 	require.NoError(t, err)
 	require.Zero(t, deleted)
-	rec, ok, err := s.Get(ctx, "ns", []byte("k"))
+	rec, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte("k"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []byte("new"), rec.Value)
@@ -130,7 +130,7 @@ func TestSweepOneNotDue(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
 	s := openTest(t, t.TempDir(), clock, 0)
-	_, err := s.Prepare(ctx, "ns", []byte("k"), []byte("v"), after(time.Second))
+	_, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), []byte("v"), after(time.Second))
 	require.NoError(t, err)
 	idx := keyspace(t, s, prefixExpiry)
 	require.Len(t, idx, 1)
@@ -149,7 +149,7 @@ func TestSweepAfterRetentionChange(t *testing.T) {
 	clock := newFakeClock()
 	s, err := open(dir, backend.Options{Retention: 24 * time.Hour, Now: clock.Now}, config{})
 	require.NoError(t, err)
-	_, err = s.Prepare(ctx, "ns", []byte("k"), []byte("v"), after(time.Second))
+	_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), []byte("v"), after(time.Second))
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
@@ -171,7 +171,7 @@ func TestSweepLoop(t *testing.T) {
 	s, err := OpenTuned(t.TempDir(), backend.Options{Now: clock.Now}, Tuning{SweepInterval: time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	_, err = s.Prepare(ctx, "ns", []byte("k"), []byte("v"), after(time.Second))
+	_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), []byte("v"), after(time.Second))
 	require.NoError(t, err)
 	require.Len(t, keyspace(t, s, prefixRecord), 1)
 	clock.Advance(time.Second)

@@ -50,11 +50,11 @@ func TestENOSPCReadsGoOn(t *testing.T) {
 	}
 	a, b, x := apart("a"), apart("b"), apart("x")
 	for _, key := range [][]byte{a, b} {
-		ok, err := s.Prepare(ctx, "ns", key, []byte("v"+string(key)), forever())
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", key, []byte("v"+string(key)), forever())
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	ok, err := s.Prepare(ctx, "other", []byte("o"), []byte("vo"), forever())
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "other", []byte("o"), []byte("vo"), forever())
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -62,7 +62,7 @@ func TestENOSPCReadsGoOn(t *testing.T) {
 	full.Store(true)
 	prepared := make(chan error, 1)
 	go func() {
-		ok, err := s.Prepare(ctx, "ns", k, []byte("vk"), forever())
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", k, []byte("vk"), forever())
 		if err == nil && !ok {
 			err = errors.New("not prepared")
 		}
@@ -70,11 +70,11 @@ func TestENOSPCReadsGoOn(t *testing.T) {
 	}()
 	require.Eventually(t, s.space.waiting.Load, 10*time.Second, time.Millisecond, "the WAL write met ENOSPC")
 
-	rec, found, err := s.Get(ctx, "ns", a)
+	rec, found, err := (backend.Calls{Runner: s}).Get(ctx, "ns", a)
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, "v"+string(a), string(rec.Value))
-	_, _, err = s.Get(ctx, "ns", k)
+	_, _, err = (backend.Calls{Runner: s}).Get(ctx, "ns", k)
 	require.ErrorIs(t, err, ErrDiskFull)
 	require.Contains(t, err.Error(), "a write waiting for space on "+dir+" may change this record")
 
@@ -88,7 +88,7 @@ func TestENOSPCReadsGoOn(t *testing.T) {
 		{Kind: backend.OpGet, NS: "ns", Key: x},
 	}
 	res := make([]backend.Result, len(ops))
-	s.Batch(ctx, ops, res)
+	s.Run(ctx, ops, res, backend.Pipelined)
 	require.NoError(t, res[0].Err)
 	require.Equal(t, "v"+string(a), string(res[0].Record.Value))
 	require.ErrorIs(t, res[1].Err, ErrDiskFull)
@@ -103,23 +103,23 @@ func TestENOSPCReadsGoOn(t *testing.T) {
 	require.False(t, res[6].Found)
 
 	// Alone: a retry of the waiting write, a deletion, a write, a read.
-	_, err = s.Prepare(ctx, "ns", k, []byte("vk"), forever())
+	_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", k, []byte("vk"), forever())
 	require.ErrorIs(t, err, ErrDiskFull)
 	require.Contains(t, err.Error(), "may change this record")
-	_, err = s.Rollback(ctx, "ns", a, backend.Cond{})
+	_, err = (backend.Calls{Runner: s}).Rollback(ctx, "ns", a, backend.Cond{})
 	require.ErrorIs(t, err, ErrDiskFull)
-	_, err = s.MPrepare(ctx, []backend.Entry{{NS: "ns", Key: x, Value: []byte("vx")}}, forever())
+	_, err = (backend.Calls{Runner: s}).MPrepare(ctx, []backend.Entry{{NS: "ns", Key: x, Value: []byte("vx")}}, forever())
 	require.ErrorIs(t, err, ErrDiskFull)
-	ok, err = s.Reprepare(ctx, "ns", x, []byte("vx"), backend.Cond{}, forever())
+	ok, err = (backend.Calls{Runner: s}).Reprepare(ctx, "ns", x, []byte("vx"), backend.Cond{}, forever())
 	require.NoError(t, err)
 	require.False(t, ok) // no record: writes nothing
 	// EXEC: a read-only block is answered, one that writes is refused whole.
 	block := []backend.Op{{Kind: backend.OpGet, NS: "ns", Key: a}, {Kind: backend.OpGet, NS: "ns", Key: b}}
 	res = make([]backend.Result, 2)
-	require.NoError(t, s.Exec(ctx, block, res))
+	require.NoError(t, s.Run(ctx, block, res, backend.Isolated))
 	require.Equal(t, "v"+string(b), string(res[1].Record.Value))
 	block = append(block, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: x, Value: []byte("vx")})
-	require.ErrorIs(t, s.Exec(ctx, block, make([]backend.Result, 3)), ErrDiskFull)
+	require.ErrorIs(t, s.Run(ctx, block, make([]backend.Result, 3), backend.Isolated), ErrDiskFull)
 
 	page, err := s.Scan(ctx, "other", nil, 10)
 	require.NoError(t, err)
@@ -136,12 +136,12 @@ func TestENOSPCReadsGoOn(t *testing.T) {
 	free.Store(100 << 20)
 	require.NoError(t, <-prepared)
 	for key, want := range map[string]string{"k": "vk", string(a): "v" + string(a)} {
-		rec, found, err := s.Get(ctx, "ns", []byte(key))
+		rec, found, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte(key))
 		require.NoError(t, err)
 		require.True(t, found, key)
 		require.Equal(t, want, string(rec.Value))
 	}
-	_, found, err = s.Get(ctx, "ns", x)
+	_, found, err = (backend.Calls{Runner: s}).Get(ctx, "ns", x)
 	require.NoError(t, err)
 	require.False(t, found)
 	require.NoError(t, s.Close())

@@ -10,7 +10,8 @@ import (
 )
 
 // BenchmarkPrepareParallel reserves random keys from every P at once, as a
-// sidecar under redis-benchmark -r does.
+// sidecar under redis-benchmark -r does: each alone (RunOne), as
+// commands.Handler runs a command alone.
 func BenchmarkPrepareParallel(b *testing.B) {
 	s := New(backend.Options{})
 	b.Cleanup(func() { _ = s.Close() })
@@ -22,8 +23,8 @@ func BenchmarkPrepareParallel(b *testing.B) {
 		key := make([]byte, 0, 32)
 		for pb.Next() {
 			key = strconv.AppendUint(append(key[:0], "k:"...), rand.Uint64N(1_000_000), 10)
-			if _, err := s.Prepare(ctx, "ns", key, value, exp); err != nil {
-				b.Fatal(err)
+			if r := s.RunOne(ctx, backend.Op{Kind: backend.OpPrepare, NS: "ns", Key: key, Value: value, Exp: exp}); r.Err != nil {
+				b.Fatal(r.Err)
 			}
 		}
 	})

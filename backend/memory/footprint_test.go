@@ -28,7 +28,7 @@ func BenchmarkFootprint(b *testing.B) {
 				exp = backend.Expiry{Kind: backend.ExpireAfter, Millis: 3_600_000}
 			}
 			key := fmt.Appendf(nil, "user-%011d", i)
-			if _, err := s.Prepare(ctx, "username", key, []byte("{\"userId\":12345}"), exp); err != nil {
+			if _, err := (backend.Calls{Runner: s}).Prepare(ctx, "username", key, []byte("{\"userId\":12345}"), exp); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -58,7 +58,7 @@ func BenchmarkScan(b *testing.B) {
 	ctx := context.Background()
 	for i := range n {
 		for _, ns := range []string{"scan", "other"} {
-			if _, err := s.Prepare(ctx, ns, fmt.Appendf(nil, "key:%d", i), []byte("value"), backend.Expiry{}); err != nil {
+			if _, err := (backend.Calls{Runner: s}).Prepare(ctx, ns, fmt.Appendf(nil, "key:%d", i), []byte("value"), backend.Expiry{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -100,7 +100,7 @@ func TestScanHoldsOnePage(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	ctx := context.Background()
 	for i := range n {
-		if _, err := s.Prepare(ctx, "scan", fmt.Appendf(nil, "key:%07d", i), []byte("a value of some bytes"), backend.Expiry{}); err != nil {
+		if _, err := (backend.Calls{Runner: s}).Prepare(ctx, "scan", fmt.Appendf(nil, "key:%07d", i), []byte("a value of some bytes"), backend.Expiry{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 func TestSweptMetric(t *testing.T) {
 	s, clock := newTestStore(t, time.Minute)
 	for i := range 4 {
-		ok, err := s.Prepare(context.Background(), "ns", fmt.Appendf(nil, "k%d", i), []byte("v"),
+		ok, err := (backend.Calls{Runner: s}).Prepare(context.Background(), "ns", fmt.Appendf(nil, "k%d", i), []byte("v"),
 			backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
 		require.NoError(t, err)
 		require.True(t, ok)

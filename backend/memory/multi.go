@@ -12,16 +12,16 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// MPrepare implements commands.Store. It is atomic: the shards of every
-// entry are locked, each once and in index order (the order Move takes
-// its two, so neither can deadlock the other), all entries are checked,
-// then all written, with one reading of the clock.
-func (s *Store) MPrepare(_ context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+// mprepareAlone is a PK.MPREPARE run on its own (Run, Pipelined). It is
+// atomic: the shards of every entry are locked, each once and in index
+// order (the order Move takes its two, so neither can deadlock the other),
+// all entries are checked, then all written, with one reading of the clock.
+func (s *Store) mprepareAlone(entries []backend.Entry, exp backend.Expiry) bool {
 	keys, idx := s.entryKeys(entries)
 	built := buildEntries(keys, entries)
 	unlock := s.lockShards(slices.Clone(idx))
 	defer unlock()
-	return s.mprepare(keys, idx, entries, built, exp, s.nowMs()), nil
+	return s.mprepare(keys, idx, entries, built, exp, s.nowMs())
 }
 
 // buildEntries returns the records of entries, built before their shards

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -90,17 +89,7 @@ func (s *Store) shardOf(k []byte) int {
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
-// Prepare implements commands.Store.
-func (s *Store) Prepare(_ context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
-	var buf [128]byte
-	k := mapKey(buf[:], ns, key)
-	sh := &s.shards[s.shardOf(k)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return s.prepare(sh, k, value, exp, s.nowMs()), nil
-}
-
-// prepare is Prepare with sh, the shard of k, held.
+// prepare is PK.PREPARE with sh, the shard of k, held.
 func (s *Store) prepare(sh *shard, k, value []byte, exp backend.Expiry, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
 	switch {
@@ -114,18 +103,7 @@ func (s *Store) prepare(sh *shard, k, value []byte, exp backend.Expiry, nowMs in
 	return true
 }
 
-// Get implements commands.Store.
-func (s *Store) Get(_ context.Context, ns string, key []byte) (backend.Record, bool, error) {
-	var buf [128]byte
-	k := mapKey(buf[:], ns, key)
-	sh := &s.shards[s.shardOf(k)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	rec, ok := s.get(sh, k, s.nowMs())
-	return rec, ok, nil
-}
-
-// get is Get with sh, the shard of k, held.
+// get is PK.GET with sh, the shard of k, held.
 func (s *Store) get(sh *shard, k []byte, nowMs int64) (backend.Record, bool) {
 	en := sh.lookup(k, nowMs, &s.opts)
 	if en == nil {
@@ -136,17 +114,7 @@ func (s *Store) get(sh *shard, k []byte, nowMs int64) (backend.Record, bool) {
 	return backend.Record{Value: en.value(), TTLAt: en.ttlAt, Live: backend.LiveAt(en.ttlAt, nowMs)}, true
 }
 
-// Rollback implements commands.Store.
-func (s *Store) Rollback(_ context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
-	var buf [128]byte
-	k := mapKey(buf[:], ns, key)
-	sh := &s.shards[s.shardOf(k)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return s.rollback(sh, k, ifeq, s.nowMs()), nil
-}
-
-// rollback is Rollback with sh, the shard of k, held.
+// rollback is PK.ROLLBACK with sh, the shard of k, held.
 func (s *Store) rollback(sh *shard, k []byte, ifeq backend.Cond, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
 	if en == nil || !ifeq.Holds(en.value()) {
@@ -156,17 +124,7 @@ func (s *Store) rollback(sh *shard, k []byte, ifeq backend.Cond, nowMs int64) bo
 	return true
 }
 
-// Reprepare implements commands.Store.
-func (s *Store) Reprepare(_ context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
-	var buf [128]byte
-	k := mapKey(buf[:], ns, key)
-	sh := &s.shards[s.shardOf(k)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return s.reprepare(sh, k, value, ifeq, exp, s.nowMs()), nil
-}
-
-// reprepare is Reprepare with sh, the shard of k, held.
+// reprepare is PK.REPREPARE with sh, the shard of k, held.
 func (s *Store) reprepare(sh *shard, k, value []byte, ifeq backend.Cond, exp backend.Expiry, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
 	if en == nil || !backend.LiveAt(en.ttlAt, nowMs) || !ifeq.Holds(en.value()) {
@@ -176,18 +134,9 @@ func (s *Store) reprepare(sh *shard, k, value []byte, ifeq backend.Cond, exp bac
 	return true
 }
 
-// Move implements commands.Store. It is atomic: both keys' shards are
-// locked, in index order so that two moves cannot deadlock.
-func (s *Store) Move(_ context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
-	var nbuf, obuf [128]byte
-	nk, okey := mapKey(nbuf[:], ns, newKey), mapKey(obuf[:], ns, oldKey)
-	ni, oi := s.shardOf(nk), s.shardOf(okey)
-	unlock := s.lockShards([]int{ni, oi})
-	defer unlock()
-	return s.move(&s.shards[ni], nk, newValue, &s.shards[oi], okey, oldValue, exp, s.nowMs()), nil
-}
-
-// move is Move with nsh, the shard of nk, and osh, that of okey, held.
+// move is a key change (PK.REPREPARE … FROM) with nsh, the shard of nk,
+// and osh, that of okey, held. It is atomic: both keys' shards are locked,
+// in index order so that two moves cannot deadlock.
 func (s *Store) move(nsh *shard, nk, newValue []byte, osh *shard, okey, oldValue []byte, exp backend.Expiry, nowMs int64) backend.MoveResult {
 	// As PREPARE newKey then ROLLBACK oldKey IFEQ: a taken newKey answers
 	// first.
@@ -225,29 +174,79 @@ func (s *Store) lockShards(idx []int) (unlock func()) {
 	}
 }
 
-// Exec implements commands.Execer: it runs a transaction's ops as one
-// isolated unit. It locks the shards of every key of the block (in index
-// order, as Move does, so that blocks and Moves cannot deadlock), runs the
-// ops in order on one clock reading, and only then lets go: no other
-// command sees the keys between two ops of the block.
-func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error {
+// Run implements commands.Store.
+//
+// Pipelined, each op runs on its own, under the locks of its own shards,
+// as the commands would one at a time: a command alone (the sidecar
+// answers them on its event loop, DriveInline) locks one shard and reads
+// the clock once, as it always did.
+//
+// Isolated (a transaction's EXEC), it locks the shards of every key of
+// the block (in index order, as Move does, so that blocks and Moves cannot
+// deadlock), runs the ops in order on one clock reading, and only then
+// lets go: no other command sees the keys between two ops of the block.
+func (s *Store) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	if iso == backend.Isolated {
+		return s.isolated(ctx, ops, res)
+	}
+	for i := range ops {
+		res[i] = s.one(&ops[i])
+	}
+	return nil
+}
+
+// RunOne implements commands.Store: op alone, under the locks of its
+// shards (one).
+func (s *Store) RunOne(_ context.Context, op backend.Op) backend.Result { return s.one(&op) }
+
+// one runs op alone, under the locks of its shards.
+func (s *Store) one(op *backend.Op) backend.Result {
+	if !op.Kind.Runs() {
+		return backend.Result{Err: backend.UnknownOp("memory", op.Kind)}
+	}
+	if op.Kind == backend.OpMPrepare { // its keys are its entries'
+		return backend.Result{OK: s.mprepareAlone(op.Entries, op.Exp)}
+	}
+	var buf, obuf [128]byte
+	k := mapKey(buf[:], op.NS, op.Key)
+	i := s.shardOf(k)
+	if op.Kind == backend.OpMove {
+		okey := mapKey(obuf[:], op.NS, op.OldKey)
+		oi := s.shardOf(okey)
+		unlock := s.lockShards([]int{i, oi})
+		defer unlock()
+		return s.apply(op, k, &s.shards[i], okey, &s.shards[oi], s.nowMs())
+	}
+	sh := &s.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return s.apply(op, k, sh, nil, nil, s.nowMs())
+}
+
+// isolated is Run with backend.Isolated.
+func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Result) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	keys := make([][2][]byte, len(ops)) // each op's key, and a Move's old key
+	shards := make([][2]int, len(ops))  // their shards
 	idx := make([]int, 0, len(ops)+1)
 	for i := range ops {
 		op := &ops[i]
-		if !knownOp(op.Kind) {
-			return fmt.Errorf("memory: exec: unknown op kind %d", op.Kind)
+		// The whole block is checked first: it runs entirely or not at
+		// all.
+		if !op.Kind.Runs() {
+			return backend.UnknownOp("memory: exec", op.Kind)
 		}
 		keys[i][0] = mapKey(nil, op.NS, op.Key)
-		idx = append(idx, s.shardOf(keys[i][0]))
-		switch op.Kind {
-		case backend.OpMove:
+		shards[i][0] = s.shardOf(keys[i][0])
+		idx = append(idx, shards[i][0])
+		if op.Kind == backend.OpMove {
 			keys[i][1] = mapKey(nil, op.NS, op.OldKey)
-			idx = append(idx, s.shardOf(keys[i][1]))
-		case backend.OpMPrepare:
+			shards[i][1] = s.shardOf(keys[i][1])
+			idx = append(idx, shards[i][1])
+		}
+		if op.Kind == backend.OpMPrepare {
 			_, eidx := s.entryKeys(op.Entries)
 			idx = append(idx, eidx...)
 		}
@@ -256,43 +255,35 @@ func (s *Store) Exec(ctx context.Context, ops []backend.Op, res []backend.Result
 	defer unlock()
 	nowMs := s.nowMs()
 	for i := range ops {
-		op, k := &ops[i], keys[i][0]
-		sh := &s.shards[s.shardOf(k)]
-		var r backend.Result
-		switch op.Kind {
-		case backend.OpPrepare:
-			r.OK = s.prepare(sh, k, op.Value, op.Exp, nowMs)
-		case backend.OpGet:
-			r.Record, r.Found = s.get(sh, k, nowMs)
-		case backend.OpRollback:
-			r.OK = s.rollback(sh, k, op.Cond, nowMs)
-		case backend.OpReprepare:
-			r.OK = s.reprepare(sh, k, op.Value, op.Cond, op.Exp, nowMs)
-		case backend.OpMove:
-			ok := keys[i][1]
-			r.Move = s.move(sh, k, op.Value, &s.shards[s.shardOf(ok)], ok, op.OldValue, op.Exp, nowMs)
-		case backend.OpMPrepare:
-			ekeys, eidx := s.entryKeys(op.Entries)
-			r.OK = s.mprepare(ekeys, eidx, op.Entries, nil, op.Exp, nowMs)
-		}
-		res[i] = r
+		res[i] = s.apply(&ops[i], keys[i][0], &s.shards[shards[i][0]], keys[i][1], &s.shards[shards[i][1]], nowMs)
 	}
 	return nil
 }
 
-// knownOp reports whether Exec runs ops of kind k. It is checked for the
-// whole block first: a block is run entirely or not at all.
-func knownOp(k backend.OpKind) bool {
-	switch k {
-	case backend.OpPrepare, backend.OpGet, backend.OpRollback, backend.OpReprepare, backend.OpMove, backend.OpMPrepare:
-		return true
+// apply runs op, with the shards of its keys held: k is the map key of its
+// key and sh its shard, okey and osh those of a Move's old key. It is the
+// store's one switch over the kinds of ops.
+func (s *Store) apply(op *backend.Op, k []byte, sh *shard, okey []byte, osh *shard, nowMs int64) backend.Result {
+	var r backend.Result
+	switch op.Kind {
+	case backend.OpPrepare:
+		r.OK = s.prepare(sh, k, op.Value, op.Exp, nowMs)
+	case backend.OpGet:
+		r.Record, r.Found = s.get(sh, k, nowMs)
+	case backend.OpRollback:
+		r.OK = s.rollback(sh, k, op.Cond, nowMs)
+	case backend.OpReprepare:
+		r.OK = s.reprepare(sh, k, op.Value, op.Cond, op.Exp, nowMs)
+	case backend.OpMove:
+		r.Move = s.move(sh, k, op.Value, osh, okey, op.OldValue, op.Exp, nowMs)
+	case backend.OpMPrepare:
+		ekeys, eidx := s.entryKeys(op.Entries)
+		r.OK = s.mprepare(ekeys, eidx, op.Entries, nil, op.Exp, nowMs)
+	default:
+		r.Err = backend.UnknownOp("memory", op.Kind)
 	}
-	return false
+	return r
 }
 
 // Ping implements commands.Store: memory is always there.
 func (s *Store) Ping(context.Context) error { return nil }
-
-// Drive declares that the store answers from memory without waiting: on
-// the event loop.
-func (s *Store) Drive() backend.Drive { return backend.DriveInline }

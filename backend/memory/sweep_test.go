@@ -88,7 +88,7 @@ func TestSweepVisitsOnlyWhatItDeletes(t *testing.T) {
 	}
 	for i := range n {
 		for prefix, exp := range kinds {
-			ok, err := s.Prepare(ctx, "ns", fmt.Appendf(nil, "%s-%d", prefix, i), []byte("v"), exp)
+			ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", fmt.Appendf(nil, "%s-%d", prefix, i), []byte("v"), exp)
 			require.NoError(t, err)
 			require.True(t, ok)
 		}
@@ -106,7 +106,7 @@ func TestSweepVisitsOnlyWhatItDeletes(t *testing.T) {
 	requireIndexed(t, s)
 	for i := range n {
 		for prefix := range kinds {
-			_, ok, err := s.Get(ctx, "ns", fmt.Appendf(nil, "%s-%d", prefix, i))
+			_, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", fmt.Appendf(nil, "%s-%d", prefix, i))
 			require.NoError(t, err)
 			require.Equal(t, prefix != "short", ok, "%s-%d", prefix, i)
 		}
@@ -126,7 +126,7 @@ func TestSweepMassExpiry(t *testing.T) {
 		if s.shardOf(mapKey(buf[:], "ns", key)) != 0 {
 			continue
 		}
-		ok, err := s.Prepare(ctx, "ns", key, nil, exp)
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", key, nil, exp)
 		require.NoError(t, err)
 		require.True(t, ok)
 		placed++
@@ -144,7 +144,7 @@ func TestSweeperRuns(t *testing.T) {
 	clock := newFakeClock()
 	s := newStore(backend.Options{Retention: time.Minute, Now: clock.Now}, time.Millisecond)
 	ctx := context.Background()
-	ok, err := s.Prepare(ctx, "ns", []byte("k"), []byte("v"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), []byte("v"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
 	require.NoError(t, err)
 	require.True(t, ok)
 	clock.Advance(time.Second + time.Minute)
@@ -184,22 +184,22 @@ func TestIndexUnderRandomCalls(t *testing.T) {
 		var err error
 		switch rng.IntN(5) {
 		case 0:
-			_, err = s.Prepare(ctx, "ns", key(), value(), expiry())
+			_, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", key(), value(), expiry())
 		case 1:
-			_, err = s.Rollback(ctx, "ns", key(), cond())
+			_, err = (backend.Calls{Runner: s}).Rollback(ctx, "ns", key(), cond())
 		case 2:
 			exp := expiry()
 			if rng.IntN(4) == 0 {
 				exp = backend.Expiry{Kind: backend.KeepTTL}
 			}
-			_, err = s.Reprepare(ctx, "ns", key(), value(), cond(), exp)
+			_, err = (backend.Calls{Runner: s}).Reprepare(ctx, "ns", key(), value(), cond(), exp)
 		case 3:
 			newKey, oldKey := key(), key()
 			if string(newKey) != string(oldKey) {
-				_, err = s.Move(ctx, "ns", newKey, value(), oldKey, value(), expiry())
+				_, err = (backend.Calls{Runner: s}).Move(ctx, "ns", newKey, value(), oldKey, value(), expiry())
 			}
 		case 4:
-			_, _, err = s.Get(ctx, "ns", key())
+			_, _, err = (backend.Calls{Runner: s}).Get(ctx, "ns", key())
 		}
 		require.NoError(t, err)
 		clock.Advance(time.Duration(rng.IntN(5)) * time.Millisecond)

@@ -127,13 +127,13 @@ func TestScanAmongOtherNamespaces(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	ctx := context.Background()
 	for i := range 5000 {
-		_, err := s.Prepare(ctx, "big", fmt.Appendf(nil, "b%d", i), []byte("vb"), backend.Expiry{})
+		_, err := (backend.Calls{Runner: s}).Prepare(ctx, "big", fmt.Appendf(nil, "b%d", i), []byte("vb"), backend.Expiry{})
 		require.NoError(t, err)
 	}
 	want := map[string]bool{}
 	for i := range 7 {
 		k := fmt.Sprintf("s%d", i)
-		_, err := s.Prepare(ctx, "small", []byte(k), []byte("vs"), backend.Expiry{})
+		_, err := (backend.Calls{Runner: s}).Prepare(ctx, "small", []byte(k), []byte("vs"), backend.Expiry{})
 		require.NoError(t, err)
 		want[k] = true
 	}

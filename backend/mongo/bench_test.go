@@ -18,7 +18,7 @@ func BenchmarkPrepare(b *testing.B) {
 	var n int
 	for b.Loop() {
 		n++
-		ok, err := s.Prepare(ctx, "bench", []byte(strconv.Itoa(n)), []byte("value"), backend.Expiry{})
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "bench", []byte(strconv.Itoa(n)), []byte("value"), backend.Expiry{})
 		if err != nil || !ok {
 			b.Fatalf("prepare %d: %v %v", n, ok, err)
 		}
@@ -32,7 +32,7 @@ func BenchmarkPrepareParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			k := n.Add(1)
-			ok, err := s.Prepare(ctx, "bench", []byte(strconv.FormatInt(k, 10)), []byte("value"), backend.Expiry{})
+			ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "bench", []byte(strconv.FormatInt(k, 10)), []byte("value"), backend.Expiry{})
 			if err != nil || !ok {
 				b.Errorf("prepare %d: %v %v", k, ok, err)
 				return
@@ -44,12 +44,12 @@ func BenchmarkPrepareParallel(b *testing.B) {
 func BenchmarkGet(b *testing.B) {
 	s := openBench(b)
 	ctx := b.Context()
-	ok, err := s.Prepare(ctx, "bench", []byte("k"), []byte("value"), backend.Expiry{})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "bench", []byte("k"), []byte("value"), backend.Expiry{})
 	if err != nil || !ok {
 		b.Fatalf("prepare: %v %v", ok, err)
 	}
 	for b.Loop() {
-		if _, ok, err := s.Get(ctx, "bench", []byte("k")); err != nil || !ok {
+		if _, ok, err := (backend.Calls{Runner: s}).Get(ctx, "bench", []byte("k")); err != nil || !ok {
 			b.Fatalf("get: %v %v", ok, err)
 		}
 	}

@@ -131,23 +131,23 @@ func requireUnavailable(t *testing.T, s *Store, timeout time.Duration) {
 	k, v := []byte("k"), []byte("v")
 	calls := map[string]func() error{
 		"prepare": func() error {
-			_, err := s.Prepare(ctx, "ns", k, v, backend.Expiry{})
+			_, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", k, v, backend.Expiry{})
 			return err
 		},
 		"get": func() error {
-			_, _, err := s.Get(ctx, "ns", k)
+			_, _, err := (backend.Calls{Runner: s}).Get(ctx, "ns", k)
 			return err
 		},
 		"rollback": func() error {
-			_, err := s.Rollback(ctx, "ns", k, backend.Cond{})
+			_, err := (backend.Calls{Runner: s}).Rollback(ctx, "ns", k, backend.Cond{})
 			return err
 		},
 		"reprepare": func() error {
-			_, err := s.Reprepare(ctx, "ns", k, v, backend.Cond{}, backend.Expiry{})
+			_, err := (backend.Calls{Runner: s}).Reprepare(ctx, "ns", k, v, backend.Cond{}, backend.Expiry{})
 			return err
 		},
 		"move": func() error {
-			_, err := s.Move(ctx, "ns", []byte("k2"), v, k, v, backend.Expiry{})
+			_, err := (backend.Calls{Runner: s}).Move(ctx, "ns", []byte("k2"), v, k, v, backend.Expiry{})
 			return err
 		},
 		"ping": func() error { return s.Ping(ctx) },
@@ -190,13 +190,13 @@ func requireServing(t *testing.T, s *Store, key string) {
 	t.Helper()
 	ctx := t.Context()
 	require.Eventually(t, func() bool { return s.Ping(ctx) == nil }, 20*time.Second, 50*time.Millisecond)
-	ok, err := s.Prepare(ctx, "ns", []byte(key), []byte("v"), backend.Expiry{})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte(key), []byte("v"), backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = s.Prepare(ctx, "ns", []byte(key), []byte("w"), backend.Expiry{})
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte(key), []byte("w"), backend.Expiry{})
 	require.NoError(t, err)
 	require.False(t, ok)
-	rec, ok, err := s.Get(ctx, "ns", []byte(key))
+	rec, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte(key))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []byte("v"), rec.Value)

@@ -181,10 +181,6 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Drive declares that the store takes one call at a time: MongoDB has no
-// batch of atomic document operations (each is its own round trip).
-func (s *Store) Drive() backend.Drive { return backend.DriveCalls }
-
 // collection returns the collection of namespace ns. Handles are cached
 // because building one allocates on every command otherwise.
 func (s *Store) collection(ns string) *mongo.Collection {

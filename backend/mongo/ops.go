@@ -27,10 +27,10 @@ var (
 	projection   = options.FindOne().SetProjection(bson.D{{Key: fieldValue, Value: 1}, {Key: fieldTTLAt, Value: 1}, {Key: fieldExpireAt, Value: 1}})
 )
 
-// Prepare upserts the record with a filter that matches only an expired
+// opPrepare upserts the record with a filter that matches only an expired
 // record, so the server inserts when there is none and fails with a
 // duplicate key when a live one holds the key: one atomic step either way.
-func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
+func (s *Store) opPrepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if s.layout == LayoutWow {
@@ -60,9 +60,9 @@ func (s *Store) prepare(ctx context.Context, c *mongo.Collection, key []byte, up
 	return true, nil
 }
 
-// Get reads the record. One whose retention is over is absent even before
+// opGet reads the record. One whose retention is over is absent even before
 // the sweeper or the TTL index deletes it.
-func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
+func (s *Store) opGet(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if s.layout == LayoutWow {
@@ -86,8 +86,8 @@ func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record,
 	return backend.Record{Value: value, TTLAt: ttlAt, Live: backend.LiveAt(ttlAt, now)}, true, nil
 }
 
-// Rollback deletes the record, live or retained, if ifeq holds.
-func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
+// opRollback deletes the record, live or retained, if ifeq holds.
+func (s *Store) opRollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if s.layout == LayoutWow {
@@ -113,9 +113,9 @@ func (s *Store) rollback(ctx context.Context, c *mongo.Collection, key []byte, i
 	return res.DeletedCount == 1, nil
 }
 
-// Reprepare updates the record with a filter that requires it to be live
+// opReprepare updates the record with a filter that requires it to be live
 // (and to hold the IFEQ value), so the check and the write are one step.
-func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
+func (s *Store) opReprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if s.layout == LayoutWow {
@@ -139,11 +139,11 @@ func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ife
 	return res.MatchedCount == 1, nil
 }
 
-// Move composes the key change from a reservation of newKey and a
+// opMove composes the key change from a reservation of newKey and a
 // conditional release of oldKey (backend.ComposeMove, with its undo that
 // looks first), since MongoDB has no single-document operation over two
 // keys and FerretDB has no transactions.
-func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
+func (s *Store) opMove(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
 	if s.layout == LayoutWow {
 		return s.wowMove(ctx, ns, newKey, newValue, oldKey, oldValue, exp)
 	}
@@ -154,10 +154,10 @@ func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, o
 	return r, nil
 }
 
-// MPrepare composes PK.MPREPARE from one reservation per key
+// opMPrepare composes PK.MPREPARE from one reservation per key
 // (backend.ComposeMPrepare): not atomic, see docs/mongo.md. EX/PX are
 // resolved once, so every key gets the same ttlAt.
-func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
+func (s *Store) opMPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
 	if s.layout == LayoutWow {
 		return s.wowMPrepare(ctx, entries, exp)
 	}
@@ -197,7 +197,7 @@ func (st steps) Release(ctx context.Context, ns string, key, value []byte) (bool
 }
 
 func (st steps) Look(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
-	return st.s.Get(ctx, ns, key)
+	return st.s.opGet(ctx, ns, key)
 }
 
 // Unreserve puts back prev, the record the reservation replaced, or

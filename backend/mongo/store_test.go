@@ -99,10 +99,10 @@ func TestDocumentShape(t *testing.T) {
 	ctx := t.Context()
 	now := clock.Now().UnixMilli()
 
-	ok, err := s.Prepare(ctx, "users", []byte("k\xff"), []byte("v\x00"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 5000})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "users", []byte("k\xff"), []byte("v\x00"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 5000})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = s.Prepare(ctx, "users", []byte("f"), []byte{}, backend.Expiry{})
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "users", []byte("f"), []byte{}, backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -124,7 +124,7 @@ func TestDocumentShape(t *testing.T) {
 	}, recordMap(t, s, "users", "f"))
 
 	// A reprepare to forever drops expireAt, so cleanup never touches it.
-	ok, err = s.Reprepare(ctx, "users", []byte("k\xff"), []byte("w"), backend.Cond{}, backend.Expiry{})
+	ok, err = (backend.Calls{Runner: s}).Reprepare(ctx, "users", []byte("k\xff"), []byte("w"), backend.Cond{}, backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, err = rawRecord(t, s, "users", "k\xff").LookupErr("expireAt")
@@ -151,7 +151,7 @@ func TestSweep(t *testing.T) {
 		{"a", "forever", backend.Expiry{}},
 		{"b.c-d", "gone", after(time.Second)},
 	} {
-		ok, err := s.Prepare(ctx, r.ns, []byte(r.key), []byte("v"), r.exp)
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, r.ns, []byte(r.key), []byte("v"), r.exp)
 		require.NoError(t, err)
 		require.True(t, ok, "prepare %s %s", r.ns, r.key)
 	}
@@ -193,7 +193,7 @@ func TestSweeperRuns(t *testing.T) {
 	clock := newFakeClock()
 	raw := serverURL(t)
 	s := openTest(t, raw, Config{Options: backend.Options{Now: clock.Now}, SweepInterval: -1})
-	ok, err := s.Prepare(t.Context(), "ns", []byte("k"), []byte("v"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1})
+	ok, err := (backend.Calls{Runner: s}).Prepare(t.Context(), "ns", []byte("k"), []byte("v"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1})
 	require.NoError(t, err)
 	require.True(t, ok)
 	clock.Advance(time.Millisecond)
@@ -223,12 +223,12 @@ func TestMoveCompensates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := newFakeClock()
 			s := openTest(t, raw, Config{Options: backend.Options{Retention: time.Hour, Now: clock.Now}, SweepInterval: -1})
-			ok, err := s.Prepare(t.Context(), "ns", []byte("old"), []byte("v"), backend.Expiry{})
+			ok, err := (backend.Calls{Runner: s}).Prepare(t.Context(), "ns", []byte("old"), []byte("v"), backend.Expiry{})
 			require.NoError(t, err)
 			require.True(t, ok)
 			var before bson.M
 			if tc.seedNew {
-				ok, err = s.Prepare(t.Context(), "ns", []byte("new"), []byte("stale"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
+				ok, err = (backend.Calls{Runner: s}).Prepare(t.Context(), "ns", []byte("new"), []byte("stale"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
 				require.NoError(t, err)
 				require.True(t, ok)
 				clock.Advance(time.Second)
@@ -243,7 +243,7 @@ func TestMoveCompensates(t *testing.T) {
 				}
 				return nil
 			}
-			res, err := s.Move(ctx, "ns", []byte("new"), []byte("w"), []byte("old"), []byte("v"), backend.Expiry{})
+			res, err := (backend.Calls{Runner: s}).Move(ctx, "ns", []byte("new"), []byte("w"), []byte("old"), []byte("v"), backend.Expiry{})
 			require.ErrorIs(t, err, context.Canceled)
 			require.Zero(t, res)
 			require.Regexp(t, `^mongo: move: release old key: `, err.Error())
@@ -251,11 +251,11 @@ func TestMoveCompensates(t *testing.T) {
 			if tc.seedNew {
 				require.Equal(t, before, recordMap(t, s, "ns", "new"))
 			} else {
-				_, ok, err = s.Get(t.Context(), "ns", []byte("new"))
+				_, ok, err = (backend.Calls{Runner: s}).Get(t.Context(), "ns", []byte("new"))
 				require.NoError(t, err)
 				require.False(t, ok, "new key left reserved")
 			}
-			rec, ok, err := s.Get(t.Context(), "ns", []byte("old"))
+			rec, ok, err := (backend.Calls{Runner: s}).Get(t.Context(), "ns", []byte("old"))
 			require.NoError(t, err)
 			require.True(t, ok, "old key released")
 			require.Equal(t, []byte("v"), rec.Value)
@@ -277,10 +277,10 @@ func TestUndoMoveDeletesOnlyItsRecord(t *testing.T) {
 	require.True(t, ok)
 	require.Nil(t, prev)
 	// Another client releases it and reserves it again with the same value.
-	ok, err = s.Rollback(ctx, "ns", []byte("new"), backend.Cond{})
+	ok, err = (backend.Calls{Runner: s}).Rollback(ctx, "ns", []byte("new"), backend.Cond{})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = s.Prepare(ctx, "ns", []byte("new"), []byte("w"), backend.Expiry{})
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("new"), []byte("w"), backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -290,7 +290,7 @@ func TestUndoMoveDeletesOnlyItsRecord(t *testing.T) {
 	require.Equal(t, int64(1), countRecords(t, s, "ns"))
 
 	// Its own record it does delete.
-	ok, err = s.Rollback(ctx, "ns", []byte("new"), backend.Cond{})
+	ok, err = (backend.Calls{Runner: s}).Rollback(ctx, "ns", []byte("new"), backend.Cond{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	prev, ok, err = s.reserveForMove(ctx, c, []byte("new"), s.record([]byte("w"), backend.Forever, &id), now)

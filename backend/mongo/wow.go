@@ -459,7 +459,7 @@ func (s *Store) wowScan(ctx context.Context, ns string, pos []byte, count int) (
 // command is refused alone, pipelined or queued in MULTI alike, before it
 // reaches the store: keys and the namespace UTF-8, values and IFEQ values
 // JSON that MongoDB can store. Its error's text is the whole reply. The
-// store makes the same checks itself (Prepare … MPrepare), for callers
+// store makes the same checks itself (opPrepare … opMPrepare), for callers
 // that reach it directly. Nil in the default layout: nothing to check.
 func (s *Store) ArgCheck() func(op *backend.Op) error {
 	if s.layout != LayoutWow {

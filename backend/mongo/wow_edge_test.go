@@ -23,21 +23,21 @@ func TestWowEdgeValues(t *testing.T) {
 		`[[1,2],[]]`,
 	} {
 		key := []byte{byte('a' + i)}
-		ok, err := s.Prepare(ctx, "edge", key, []byte(v), backend.Expiry{})
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "edge", key, []byte(v), backend.Expiry{})
 		if ferret && strings.HasPrefix(v, "[[") {
 			require.ErrorContains(t, err, "nested arrays are not supported")
 			continue
 		}
 		require.NoError(t, err, v)
 		require.True(t, ok, v)
-		rec, found, err := s.Get(ctx, "edge", key)
+		rec, found, err := (backend.Calls{Runner: s}).Get(ctx, "edge", key)
 		require.NoError(t, err, v)
 		require.True(t, found, v)
 		require.Equal(t, v, string(rec.Value))
-		ok, err = s.Reprepare(ctx, "edge", key, []byte(v), backend.IfEq([]byte(v)), backend.Expiry{})
+		ok, err = (backend.Calls{Runner: s}).Reprepare(ctx, "edge", key, []byte(v), backend.IfEq([]byte(v)), backend.Expiry{})
 		require.NoError(t, err, v)
 		require.True(t, ok, v)
-		ok, err = s.Rollback(ctx, "edge", key, backend.IfEq([]byte(v)))
+		ok, err = (backend.Calls{Runner: s}).Rollback(ctx, "edge", key, backend.IfEq([]byte(v)))
 		require.NoError(t, err, v)
 		require.True(t, ok, v)
 	}

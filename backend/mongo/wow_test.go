@@ -43,10 +43,10 @@ func TestWowDocumentShape(t *testing.T) {
 	s, clock := openWow(t, time.Hour, nil)
 	ctx := t.Context()
 	now := clock.Now().UnixMilli()
-	ok, err := s.Prepare(ctx, "users", []byte("alice"), []byte(`{"userId":"42","age":7,"tags":["a",1.5],"big":4294967296}`), backend.Expiry{Kind: backend.ExpireAfter, Millis: 5000})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "users", []byte("alice"), []byte(`{"userId":"42","age":7,"tags":["a",1.5],"big":4294967296}`), backend.Expiry{Kind: backend.ExpireAfter, Millis: 5000})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = s.Prepare(ctx, "users", []byte("bob"), []byte(`"b"`), backend.Expiry{})
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "users", []byte("bob"), []byte(`"b"`), backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -57,27 +57,27 @@ func TestWowDocumentShape(t *testing.T) {
 	}, wowDoc(t, s, "users", "alice"))
 	require.Equal(t, bson.D{{Key: "_id", Value: "bob"}, {Key: "value", Value: "b"}, {Key: "ttlAt", Value: bson.DateTime(148204944000000)}}, wowDoc(t, s, "users", "bob"))
 
-	rec, ok, err := s.Get(ctx, "users", []byte("alice"))
+	rec, ok, err := (backend.Calls{Runner: s}).Get(ctx, "users", []byte("alice"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, backend.Record{Value: []byte(`{"userId":"42","age":7,"tags":["a",1.5],"big":4294967296}`), TTLAt: now + 5000, Live: true}, rec)
-	rec, ok, err = s.Get(ctx, "users", []byte("bob"))
+	rec, ok, err = (backend.Calls{Runner: s}).Get(ctx, "users", []byte("bob"))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, backend.Record{Value: []byte(`"b"`), TTLAt: backend.Forever, Live: true}, rec)
 
 	// KEEPTTL sets the value only; another TTL rewrites ttlAt.
-	ok, err = s.Reprepare(ctx, "users", []byte("alice"), []byte(`{"b":1,"a":2}`), backend.IfEq([]byte(`{"userId":"42","age":7,"tags":["a",1.5],"big":4294967296}`)), backend.Expiry{Kind: backend.KeepTTL})
+	ok, err = (backend.Calls{Runner: s}).Reprepare(ctx, "users", []byte("alice"), []byte(`{"b":1,"a":2}`), backend.IfEq([]byte(`{"userId":"42","age":7,"tags":["a",1.5],"big":4294967296}`)), backend.Expiry{Kind: backend.KeepTTL})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, bson.D{{Key: "_id", Value: "alice"}, {Key: "value", Value: bson.D{{Key: "b", Value: int32(1)}, {Key: "a", Value: int32(2)}}}, {Key: "ttlAt", Value: bson.DateTime(now + 5000)}},
 		wowDoc(t, s, "users", "alice"))
 	// Field order is part of the value: MongoDB compares documents in order.
-	ok, err = s.Rollback(ctx, "users", []byte("alice"), backend.IfEq([]byte(`{"a":2,"b":1}`)))
+	ok, err = (backend.Calls{Runner: s}).Rollback(ctx, "users", []byte("alice"), backend.IfEq([]byte(`{"a":2,"b":1}`)))
 	require.NoError(t, err)
 	require.False(t, ok)
 	// Numbers compare by value, as MongoDB compares them.
-	ok, err = s.Rollback(ctx, "users", []byte("alice"), backend.IfEq([]byte(`{"b":1.0,"a":2}`)))
+	ok, err = (backend.Calls{Runner: s}).Rollback(ctx, "users", []byte("alice"), backend.IfEq([]byte(`{"b":1.0,"a":2}`)))
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -108,7 +108,9 @@ func TestWowUnusualRecords(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	get := func(key string) (backend.Record, bool, error) { return s.Get(ctx, "odd", []byte(key)) }
+	get := func(key string) (backend.Record, bool, error) {
+		return (backend.Calls{Runner: s}).Get(ctx, "odd", []byte(key))
+	}
 	for _, tc := range []struct {
 		key string
 		rec backend.Record
@@ -143,33 +145,33 @@ func TestWowUnusualRecords(t *testing.T) {
 
 	// Held forever: neither a prepare nor a key change takes them.
 	for _, key := range []string{"no-ttl", "int-ttl", "oid", "no-value"} {
-		ok, err := s.Prepare(ctx, "odd", []byte(key), []byte(`"mine"`), backend.Expiry{})
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "odd", []byte(key), []byte(`"mine"`), backend.Expiry{})
 		require.NoError(t, err)
 		require.False(t, ok, key)
-		res, err := s.MPrepare(ctx, []backend.Entry{{NS: "odd", Key: []byte("zz"), Value: []byte(`1`)}, {NS: "odd", Key: []byte(key), Value: []byte(`1`)}}, backend.Expiry{})
+		res, err := (backend.Calls{Runner: s}).MPrepare(ctx, []backend.Entry{{NS: "odd", Key: []byte("zz"), Value: []byte(`1`)}, {NS: "odd", Key: []byte(key), Value: []byte(`1`)}}, backend.Expiry{})
 		require.NoError(t, err)
 		require.False(t, res, key)
 	}
 	// A live record whose value cannot be read is not overwritten.
 	for _, key := range []string{"oid", "no-value"} {
 		before := wowDoc(t, s, "odd", key)
-		_, err := s.Reprepare(ctx, "odd", []byte(key), []byte(`"mine"`), backend.Cond{}, backend.Expiry{})
+		_, err := (backend.Calls{Runner: s}).Reprepare(ctx, "odd", []byte(key), []byte(`"mine"`), backend.Cond{}, backend.Expiry{})
 		var r *backend.Refusal
 		require.ErrorAs(t, err, &r, key)
 		require.True(t, strings.HasSuffix(r.Text, "; not replaced"), r.Text)
 		require.Equal(t, before, wowDoc(t, s, "odd", key))
 	}
 	// An expired one is taken over, whatever its value.
-	ok, err = s.Prepare(ctx, "odd", []byte("oid-expired"), []byte(`"mine"`), backend.Expiry{})
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "odd", []byte("oid-expired"), []byte(`"mine"`), backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	// A readable record without a Date ttlAt is live: it can be replaced,
 	// and released.
-	ok, err = s.Reprepare(ctx, "odd", []byte("no-ttl"), []byte(`"a2"`), backend.IfEq([]byte(`"a"`)), backend.Expiry{Kind: backend.KeepTTL})
+	ok, err = (backend.Calls{Runner: s}).Reprepare(ctx, "odd", []byte("no-ttl"), []byte(`"a2"`), backend.IfEq([]byte(`"a"`)), backend.Expiry{Kind: backend.KeepTTL})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, bson.D{{Key: "_id", Value: "no-ttl"}, {Key: "value", Value: "a2"}}, wowDoc(t, s, "odd", "no-ttl"))
-	ok, err = s.Rollback(ctx, "odd", []byte("int-ttl"), backend.Cond{})
+	ok, err = (backend.Calls{Runner: s}).Rollback(ctx, "odd", []byte("int-ttl"), backend.Cond{})
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -209,7 +211,7 @@ func TestWowIndexesAndSweep(t *testing.T) {
 			case "retained":
 				exp = backend.Expiry{Kind: backend.ExpireAfter, Millis: 60_000}
 			}
-			ok, err := s.Prepare(ctx, ns, []byte(key), []byte(`"v"`), exp)
+			ok, err := (backend.Calls{Runner: s}).Prepare(ctx, ns, []byte(key), []byte(`"v"`), exp)
 			require.NoError(t, err)
 			require.True(t, ok)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// The batch types are the neutral ones of package backend.
+// The op types are the neutral ones of package backend.
 type (
 	OpKind = backend.OpKind
 	Op     = backend.Op
@@ -68,7 +68,28 @@ func blockSpan(ops []Op) int {
 	return len(ops)
 }
 
-// Batch runs ops, as read from client connections' pipelines, and sets
+// Run implements commands.Store: Pipelined, the ops go to Redis as one
+// pipeline (pipeline), a command alone as block.lua with one operation;
+// Isolated, as one block.lua call (isolated).
+//
+// Each PK command is one atomic script, but a key change or a PK.MPREPARE
+// whose keys are in several hash slots of a Cluster (never on standalone
+// and Sentinel, and not when the key prefix holds a hash tag): those are
+// composed (moveAcross, mprepareAcross: backend.ComposeMove and
+// backend.ComposeMPrepare, one reserve.lua per key, undone when a key is
+// taken or a step fails).
+func (s *Store) Run(ctx context.Context, ops []Op, res []Result, iso backend.Isolation) error {
+	if iso == backend.Isolated {
+		return s.isolated(ctx, ops, res)
+	}
+	s.pipeline(ctx, ops, res)
+	return nil
+}
+
+// RunOne implements commands.Store: op alone, a pipeline of one (one).
+func (s *Store) RunOne(ctx context.Context, op Op) Result { return s.one(ctx, op) }
+
+// pipeline runs ops, as read from client connections' pipelines, and sets
 // res[i] to the outcome of ops[i] (len(res) must be at least len(ops)).
 // The ops go to Redis as block.lua calls (each runs a list of operations
 // as one script), bounded by blockSpan, all sent in one round trip: so
@@ -87,7 +108,7 @@ func blockSpan(ops []Op) int {
 //
 // After a script cache flush a call answered NOSCRIPT did not run: it is
 // sent again with EVAL, which caches the script again.
-func (s *Store) Batch(ctx context.Context, ops []Op, res []Result) {
+func (s *Store) pipeline(ctx context.Context, ops []Op, res []Result) {
 	ctx, cancel := s.deadlines.bound(ctx)
 	defer cancel()
 	lo := 0
@@ -136,10 +157,8 @@ func (s *Store) planBlocks(ops []Op, res []Result) []block {
 		bySlot = map[uint16]int{}
 	}
 	for i := range ops {
-		switch ops[i].Kind {
-		case OpPrepare, OpGet, OpRollback, OpReprepare, OpMove, OpMPrepare:
-		default:
-			res[i].Err = fmt.Errorf("redis: batch: unknown op kind %d", ops[i].Kind)
+		if !ops[i].Kind.Runs() {
+			res[i].Err = backend.UnknownOp("redis: batch", ops[i].Kind)
 			continue
 		}
 		g := 0

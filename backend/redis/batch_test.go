@@ -57,7 +57,7 @@ func requireBatch(t *testing.T, s *Store, ns string) {
 	t.Helper()
 	ops, want := batchCase(ns)
 	res := make([]Result, len(ops))
-	s.Batch(context.Background(), ops, res)
+	s.Run(context.Background(), ops, res, backend.Pipelined)
 	for i := range want {
 		if want[i].Err != nil {
 			require.EqualError(t, res[i].Err, want[i].Err.Error(), "op %d", i)
@@ -110,7 +110,7 @@ func TestBatchDown(t *testing.T) {
 	s := openStore(t, fmt.Sprintf("redis://127.0.0.1:%d", freePort(t)), Config{})
 	ops, _ := batchCase("ns")
 	res := make([]Result, len(ops))
-	s.Batch(context.Background(), ops, res)
+	s.Run(context.Background(), ops, res, backend.Pipelined)
 	for i, r := range res {
 		require.Error(t, r.Err, "op %d", i)
 		require.True(t, strings.HasPrefix(r.Err.Error(), "redis: "), "%q", r.Err)
@@ -229,7 +229,7 @@ func TestBatchWrongType(t *testing.T) {
 			if real {
 				before = evalshaCalls(t, rc)
 			}
-			requireWrongType(t, s, rc, "batch", func(ops []Op, res []Result) { s.Batch(context.Background(), ops, res) })
+			requireWrongType(t, s, rc, "batch", func(ops []Op, res []Result) { s.Run(context.Background(), ops, res, backend.Pipelined) })
 			if real {
 				require.Equal(t, before+1, evalshaCalls(t, rc), "one script for the batch")
 			}
@@ -285,7 +285,7 @@ func TestBatchLong(t *testing.T) {
 	before := evalshaCalls(t, rc)
 	ops, want := batch("b")
 	res := make([]Result, n)
-	s.Batch(context.Background(), ops, res)
+	s.Run(context.Background(), ops, res, backend.Pipelined)
 	require.Equal(t, want, res)
 	require.Equal(t, before+3, evalshaCalls(t, rc))
 

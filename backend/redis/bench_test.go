@@ -45,7 +45,7 @@ func BenchmarkPrepare(b *testing.B) {
 		exp := backend.Expiry{Kind: backend.ExpireAfter, Millis: 10_000}
 		var seq atomic.Int64
 		measure(b, tg, parallelism, func() error {
-			ok, err := s.Prepare(context.Background(), "b", strconv.AppendInt(nil, seq.Add(1), 10), []byte("v"), exp)
+			ok, err := (backend.Calls{Runner: s}).Prepare(context.Background(), "b", strconv.AppendInt(nil, seq.Add(1), 10), []byte("v"), exp)
 			if err == nil && !ok {
 				err = fmt.Errorf("fresh key taken")
 			}
@@ -97,7 +97,7 @@ func BenchmarkPrepare16(b *testing.B) {
 		var seq atomic.Int64
 		measureN(b, tg, parallelism, depth, func() error {
 			for range depth {
-				ok, err := s.Prepare(context.Background(), "b", strconv.AppendInt(nil, seq.Add(1), 10), []byte("v"), exp)
+				ok, err := (backend.Calls{Runner: s}).Prepare(context.Background(), "b", strconv.AppendInt(nil, seq.Add(1), 10), []byte("v"), exp)
 				if err == nil && !ok {
 					err = fmt.Errorf("fresh key taken")
 				}
@@ -118,7 +118,7 @@ func BenchmarkPrepare16(b *testing.B) {
 			for i := range ops {
 				ops[i] = Op{Kind: OpPrepare, NS: "b", Key: strconv.AppendInt(nil, seq.Add(1), 10), Value: []byte("v"), Exp: exp}
 			}
-			s.Batch(context.Background(), ops, res)
+			s.Run(context.Background(), ops, res, backend.Pipelined)
 			for _, r := range res {
 				if r.Err != nil {
 					return r.Err
@@ -235,7 +235,7 @@ func BenchmarkSignUp(b *testing.B) {
 	b.Run("exec", func(b *testing.B) {
 		measureN(b, tg, 25, 2, func() error {
 			res := make([]backend.Result, 2)
-			if err := s.Exec(context.Background(), ops(), res); err != nil {
+			if err := s.Run(context.Background(), ops(), res, backend.Isolated); err != nil {
 				return err
 			}
 			if !res[0].OK || !res[1].OK {
@@ -247,7 +247,7 @@ func BenchmarkSignUp(b *testing.B) {
 	b.Run("batch", func(b *testing.B) {
 		measureN(b, tg, 25, 2, func() error {
 			res := make([]backend.Result, 2)
-			s.Batch(context.Background(), ops(), res)
+			s.Run(context.Background(), ops(), res, backend.Pipelined)
 			if err := cmp.Or(res[0].Err, res[1].Err); err != nil {
 				return err
 			}

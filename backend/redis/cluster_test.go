@@ -88,12 +88,12 @@ func TestComposedMoveFaults(t *testing.T) {
 			keys := keysWithSlots(s.keys, "ns", 2, false)
 			newKey, oldKey := keys[0], keys[1]
 			if tt.seedNewE {
-				ok, err := s.Prepare(ctx, "ns", newKey, []byte("stale"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
+				ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", newKey, []byte("stale"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
 				require.NoError(t, err)
 				require.True(t, ok)
 				f.advance(2 * time.Second)
 			}
-			ok, err := s.Prepare(ctx, "ns", oldKey, []byte("ov"), backend.Expiry{})
+			ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", oldKey, []byte("ov"), backend.Expiry{})
 			require.NoError(t, err)
 			require.True(t, ok)
 			s.fault = func(step backend.Step) error {
@@ -106,7 +106,7 @@ func TestComposedMoveFaults(t *testing.T) {
 				return errLost
 			}
 
-			res, err := s.Move(ctx, "ns", newKey, []byte("nv"), oldKey, []byte("ov"), backend.Expiry{})
+			res, err := (backend.Calls{Runner: s}).Move(ctx, "ns", newKey, []byte("nv"), oldKey, []byte("ov"), backend.Expiry{})
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				require.True(t, errors.Is(err, errLost))
@@ -118,7 +118,7 @@ func TestComposedMoveFaults(t *testing.T) {
 			f.SetError("")
 			s.fault = nil
 			for key, want := range map[string]string{string(newKey): tt.after.newKey, string(oldKey): tt.after.oldKey} {
-				rec, found, err := s.Get(ctx, "ns", []byte(key))
+				rec, found, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte(key))
 				require.NoError(t, err)
 				require.Equal(t, want != "", found, key)
 				require.Equal(t, want, string(rec.Value), key)
@@ -151,7 +151,7 @@ func TestClusterMove(t *testing.T) {
 			keys := keysWithSlots(s.keys, "ns", 3, same)
 			oldKey, newKey, takenKey := keys[0], keys[1], keys[2]
 			for k, v := range map[string]string{string(oldKey): "ov", string(takenKey): "tv"} {
-				ok, err := s.Prepare(ctx, "ns", []byte(k), []byte(v), backend.Expiry{})
+				ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte(k), []byte(v), backend.Expiry{})
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
@@ -165,12 +165,12 @@ func TestClusterMove(t *testing.T) {
 				{newKey, oldKey, "ov", backend.Moved},
 			}
 			for _, m := range moves {
-				res, err := s.Move(ctx, "ns", m.newKey, []byte("nv"), m.oldKey, []byte(m.oldValue), backend.Expiry{})
+				res, err := (backend.Calls{Runner: s}).Move(ctx, "ns", m.newKey, []byte("nv"), m.oldKey, []byte(m.oldValue), backend.Expiry{})
 				require.NoError(t, err)
 				require.Equal(t, m.want, res)
 			}
 			for k, want := range map[string]string{string(oldKey): "", string(newKey): "nv", string(takenKey): "tv"} {
-				rec, found, err := s.Get(ctx, "ns", []byte(k))
+				rec, found, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte(k))
 				require.NoError(t, err)
 				require.Equal(t, want != "", found, k)
 				require.Equal(t, want, string(rec.Value), k)
@@ -191,7 +191,7 @@ func TestClusterMoveRace(t *testing.T) {
 	for round := range 30 {
 		keys := keysWithSlots(a.keys, fmt.Sprintf("r%d", round), 3, false)
 		ns, oldKey := fmt.Sprintf("r%d", round), keys[0]
-		ok, err := a.Prepare(ctx, ns, oldKey, []byte("ov"), backend.Expiry{})
+		ok, err := (backend.Calls{Runner: a}).Prepare(ctx, ns, oldKey, []byte("ov"), backend.Expiry{})
 		require.NoError(t, err)
 		require.True(t, ok)
 
@@ -201,7 +201,7 @@ func TestClusterMoveRace(t *testing.T) {
 		for i, s := range []*Store{a, b} {
 			wg.Go(func() {
 				<-start
-				res, err := s.Move(ctx, ns, keys[1+i], []byte("nv"), oldKey, []byte("ov"), backend.Expiry{})
+				res, err := (backend.Calls{Runner: s}).Move(ctx, ns, keys[1+i], []byte("nv"), oldKey, []byte("ov"), backend.Expiry{})
 				require.NoError(t, err)
 				results[i] = res
 			})
@@ -214,7 +214,7 @@ func TestClusterMoveRace(t *testing.T) {
 			winner = 1
 		}
 		for i, k := range [][]byte{oldKey, keys[1], keys[2]} {
-			_, found, err := a.Get(ctx, ns, k)
+			_, found, err := (backend.Calls{Runner: a}).Get(ctx, ns, k)
 			require.NoError(t, err)
 			require.Equal(t, i == 1+winner, found, "round %d key %s", round, k)
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Exec implements commands.Execer: the block's ops run as one block.lua
-// script, so as one isolated unit. Redis runs a script whole, with no
+// isolated is Run with backend.Isolated (a transaction's EXEC): the
+// block's ops run as one block.lua script, so as one isolated unit. Redis runs a script whole, with no
 // other command in between; every op reads one clock.
 //
 // On a Cluster a script reaches one node and every key it touches must be
@@ -25,7 +25,7 @@ import (
 // block's: the script may or may not have run. An error raised inside a
 // script after its first write (out of memory) leaves the writes before it,
 // as in Redis.
-func (s *Store) Exec(ctx context.Context, ops []Op, res []Result) error {
+func (s *Store) isolated(ctx context.Context, ops []Op, res []Result) error {
 	keys, args, err := s.blockArgs(ops)
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func TestExecCluster(t *testing.T) {
 		{Kind: backend.OpPrepare, NS: "ns", Key: apart[0], Value: []byte("v")},
 		{Kind: backend.OpPrepare, NS: "ns", Key: apart[1], Value: []byte("v")},
 	}
-	err := s.Exec(ctx, ops, make([]backend.Result, 2))
+	err := s.Run(ctx, ops, make([]backend.Result, 2), backend.Isolated)
 	ni, ok := errors.AsType[*backend.NotIsolated](err)
 	require.True(t, ok, "got %v", err)
 	require.Contains(t, ni.Reason, "CROSSSLOT Keys in request don't hash to the same slot")
@@ -63,7 +63,7 @@ func TestExecCluster(t *testing.T) {
 		{Kind: backend.OpGet, NS: "ns", Key: together[0]},
 	}
 	res := make([]backend.Result, 3)
-	require.NoError(t, s.Exec(ctx, ops, res))
+	require.NoError(t, s.Run(ctx, ops, res, backend.Isolated))
 	require.Equal(t, []backend.Result{{OK: true}, {Move: backend.Moved}, {}}, res)
 }
 
@@ -73,9 +73,9 @@ func TestExecUnavailable(t *testing.T) {
 	f := startFake(t)
 	s := openStore(t, f.url(), Config{Timeout: 200 * time.Millisecond})
 	ops := []backend.Op{{Kind: backend.OpPrepare, NS: "ns", Key: []byte("k"), Value: []byte("v")}}
-	require.NoError(t, s.Exec(context.Background(), ops, make([]backend.Result, 1)))
+	require.NoError(t, s.Run(context.Background(), ops, make([]backend.Result, 1), backend.Isolated))
 	f.Close()
-	err := s.Exec(context.Background(), ops, make([]backend.Result, 1))
+	err := s.Run(context.Background(), ops, make([]backend.Result, 1), backend.Isolated)
 	require.Error(t, err)
 	_, isNI := errors.AsType[*backend.NotIsolated](err)
 	require.False(t, isNI)

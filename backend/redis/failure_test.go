@@ -27,23 +27,23 @@ func allOps() []op {
 	k, v := []byte("k"), []byte("v")
 	return []op{
 		{"prepare", func(ctx context.Context, s *Store) error {
-			_, err := s.Prepare(ctx, "ns", k, v, backend.Expiry{})
+			_, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", k, v, backend.Expiry{})
 			return err
 		}},
 		{"get", func(ctx context.Context, s *Store) error {
-			_, _, err := s.Get(ctx, "ns", k)
+			_, _, err := (backend.Calls{Runner: s}).Get(ctx, "ns", k)
 			return err
 		}},
 		{"rollback", func(ctx context.Context, s *Store) error {
-			_, err := s.Rollback(ctx, "ns", k, backend.Cond{})
+			_, err := (backend.Calls{Runner: s}).Rollback(ctx, "ns", k, backend.Cond{})
 			return err
 		}},
 		{"reprepare", func(ctx context.Context, s *Store) error {
-			_, err := s.Reprepare(ctx, "ns", k, v, backend.Cond{}, backend.Expiry{Kind: backend.KeepTTL})
+			_, err := (backend.Calls{Runner: s}).Reprepare(ctx, "ns", k, v, backend.Cond{}, backend.Expiry{Kind: backend.KeepTTL})
 			return err
 		}},
 		{"move", func(ctx context.Context, s *Store) error {
-			_, err := s.Move(ctx, "ns", []byte("k2"), v, k, v, backend.Expiry{})
+			_, err := (backend.Calls{Runner: s}).Move(ctx, "ns", []byte("k2"), v, k, v, backend.Expiry{})
 			return err
 		}},
 		{"ping", func(ctx context.Context, s *Store) error { return s.Ping(ctx) }},
@@ -203,7 +203,7 @@ func TestScriptFlush(t *testing.T) {
 			ctx := context.Background()
 			for i := range 3 {
 				require.NoError(t, rc.ScriptFlush(ctx).Err())
-				ok, err := s.Prepare(ctx, "ns", fmt.Appendf(nil, "k%d", i), []byte("v"), backend.Expiry{})
+				ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", fmt.Appendf(nil, "k%d", i), []byte("v"), backend.Expiry{})
 				require.NoError(t, err)
 				require.True(t, ok)
 				loaded, err := rc.ScriptExists(ctx, sha(blockLua)).Result()

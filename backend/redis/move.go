@@ -11,15 +11,6 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Move implements commands.Store. It is one atomic script when both keys
-// are in one hash slot: always on standalone and Sentinel, and on a Cluster
-// when the slots happen to match (or the key prefix holds a hash tag). On a
-// Cluster otherwise it composes two scripts, see moveAcross.
-func (s *Store) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
-	r := s.one(ctx, Op{Kind: OpMove, NS: ns, Key: newKey, Value: newValue, OldKey: oldKey, OldValue: oldValue, Exp: exp})
-	return r.Move, r.Err
-}
-
 // steps are the one-key scripts that a command across Cluster slots is
 // composed of (backend.ComposeMove, backend.ComposeMPrepare); each bounds
 // its own call with the store's timeout.

@@ -7,17 +7,6 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// MPrepare implements commands.Store. It is one atomic script when every
-// key is in one hash slot (always on standalone and Sentinel): the
-// transactions' block.lua with one 'M' operation. On a Cluster with keys in several slots it is composed,
-// backend.ComposeMPrepare: one reserve.lua per key in (namespace, key)
-// order, undone (each only while it holds this command's value) when a
-// key is taken or a step fails.
-func (s *Store) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
-	r := s.one(ctx, Op{Kind: OpMPrepare, Entries: entries, Exp: exp})
-	return r.OK, r.Err
-}
-
 // entryKeys returns the Redis keys of entries and whether one script can
 // take them all: not a Cluster, or all in one slot.
 func (s *Store) entryKeys(entries []backend.Entry) ([]string, bool) {

@@ -40,7 +40,7 @@ func TestRace64Connections(t *testing.T) {
 				for i, s := range stores {
 					wg.Go(func() {
 						<-start
-						ok, err := s.Prepare(ctx, "race", key, fmt.Appendf(nil, "v%d", i), backend.Expiry{})
+						ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "race", key, fmt.Appendf(nil, "v%d", i), backend.Expiry{})
 						require.NoError(t, err)
 						if ok {
 							won.Add(1)
@@ -77,7 +77,7 @@ func startLoad(t *testing.T, s *Store, workers int) *load {
 				default:
 				}
 				key := fmt.Appendf(nil, "load%d", seq.Add(1))
-				ok, err := s.Prepare(context.Background(), "load", key, []byte("v"), backend.Expiry{})
+				ok, err := (backend.Calls{Runner: s}).Prepare(context.Background(), "load", key, []byte("v"), backend.Expiry{})
 				switch {
 				case err != nil:
 					l.failed.Add(1)

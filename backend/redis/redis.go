@@ -2,9 +2,14 @@
 // Cluster) so that many sidecars share them. Every PK command runs in
 // block.lua with EVALSHA: the script reads the server's clock with TIME,
 // checks and writes in one atomic step, so two sidecars can never both win
-// a key; a batch of commands is one call of it (Batch, Wire). Only a key
-// change or an MPREPARE across Cluster slots is composed of several
-// scripts, with compensation (see Move).
+// a key; a list of commands is one call of it (Run, Wire), a transaction
+// too. Only a key change or an MPREPARE across Cluster slots is composed of
+// several scripts, with compensation (see Run).
+//
+// How the server drives the store is its opener's to say (cmd/sidecar):
+// over each event loop's own connection (Wire, when it is not nil: a
+// standalone Redis without TLS), otherwise in batches through the rueidis
+// client, which follows failovers and slots and speaks TLS.
 //
 // The client is rueidis: its auto-pipelining coalesces the commands of all
 // concurrent callers into shared round trips, which is what keeps the hop
@@ -284,16 +289,6 @@ func (s *Store) Close() error {
 
 // Topology reports how the Redis behind the URL is deployed.
 func (s *Store) Topology() Topology { return s.target.topology }
-
-// Drive declares how the server is to reach Redis: a standalone Redis over
-// each event loop's own connection (Wire), otherwise in batches through the
-// rueidis client, which follows failovers and slots and speaks TLS.
-func (s *Store) Drive() backend.Drive {
-	if s.Wire() != nil {
-		return backend.DriveWire
-	}
-	return backend.DriveBatch
-}
 
 // Ping reports whether Redis answers now: PING on standalone and Sentinel
 // (through the client's current master), CLUSTER INFO with cluster_state:ok

@@ -30,7 +30,7 @@ func testScanPrefix(t *testing.T, url string) {
 	stores := make([]*Store, len(prefixes))
 	for i, p := range prefixes {
 		stores[i] = openStore(t, url, Config{KeyPrefix: p})
-		ok, err := stores[i].Prepare(ctx, "ns", []byte("k*"), []byte(p), backend.Expiry{})
+		ok, err := (backend.Calls{Runner: stores[i]}).Prepare(ctx, "ns", []byte("k*"), []byte(p), backend.Expiry{})
 		require.NoError(t, err)
 		require.True(t, ok)
 	}

@@ -91,34 +91,10 @@ func (s *Store) flag(ctx context.Context, cl call) (bool, error) {
 	return ok, s.fail(ctx, cl.op, err)
 }
 
-// one runs op alone: a batch of one, so block.lua with one operation (or,
-// on a Cluster, a composed command across slots).
+// one runs op alone: a pipeline of one, so block.lua with one operation
+// (or, on a Cluster, a composed command across slots).
 func (s *Store) one(ctx context.Context, op Op) Result {
 	var res [1]Result
-	s.Batch(ctx, []Op{op}, res[:])
+	s.pipeline(ctx, []Op{op}, res[:])
 	return res[0]
-}
-
-// Prepare implements commands.Store.
-func (s *Store) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
-	r := s.one(ctx, Op{Kind: OpPrepare, NS: ns, Key: key, Value: value, Exp: exp})
-	return r.OK, r.Err
-}
-
-// Get implements commands.Store.
-func (s *Store) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
-	r := s.one(ctx, Op{Kind: OpGet, NS: ns, Key: key})
-	return r.Record, r.Found, r.Err
-}
-
-// Rollback implements commands.Store.
-func (s *Store) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
-	r := s.one(ctx, Op{Kind: OpRollback, NS: ns, Key: key, Cond: ifeq})
-	return r.OK, r.Err
-}
-
-// Reprepare implements commands.Store.
-func (s *Store) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
-	r := s.one(ctx, Op{Kind: OpReprepare, NS: ns, Key: key, Value: value, Cond: ifeq, Exp: exp})
-	return r.OK, r.Err
 }

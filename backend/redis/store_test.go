@@ -33,16 +33,16 @@ func TestLayout(t *testing.T) {
 		expires int64 // PEXPIRETIME: -1 none
 	}{
 		{"prepare EX", func() (bool, error) {
-			return s.Prepare(ctx, "user", []byte("al}ce%"), []byte("v1"), after10s)
+			return (backend.Calls{Runner: s}).Prepare(ctx, "user", []byte("al}ce%"), []byte("v1"), after10s)
 		}, str(itoa(now+10_000) + ":v1"), now + 10_000 + 3_600_000},
 		{"reprepare KEEPTTL", func() (bool, error) {
-			return s.Reprepare(ctx, "user", []byte("al}ce%"), []byte("v2"), backend.Cond{}, backend.Expiry{Kind: backend.KeepTTL})
+			return (backend.Calls{Runner: s}).Reprepare(ctx, "user", []byte("al}ce%"), []byte("v2"), backend.Cond{}, backend.Expiry{Kind: backend.KeepTTL})
 		}, str(itoa(now+10_000) + ":v2"), now + 10_000 + 3_600_000},
 		{"reprepare forever", func() (bool, error) {
-			return s.Reprepare(ctx, "user", []byte("al}ce%"), []byte("v3"), backend.Cond{}, backend.Expiry{})
+			return (backend.Calls{Runner: s}).Reprepare(ctx, "user", []byte("al}ce%"), []byte("v3"), backend.Cond{}, backend.Expiry{})
 		}, "0:v3", -1},
 		{"reprepare EXAT", func() (bool, error) {
-			return s.Reprepare(ctx, "user", []byte("al}ce%"), []byte("v4"), backend.IfEq([]byte("v3")), at)
+			return (backend.Calls{Runner: s}).Reprepare(ctx, "user", []byte("al}ce%"), []byte("v4"), backend.IfEq([]byte("v3")), at)
 		}, str(itoa(now+60_000) + ":v4"), now + 60_000 + 3_600_000},
 	}
 	for _, st := range steps {
@@ -60,7 +60,7 @@ func TestLayout(t *testing.T) {
 
 	// Redis deletes the record by itself once its retention has run out.
 	f.advance(60*time.Second + time.Hour - time.Millisecond)
-	rec, found, err := s.Get(ctx, "user", []byte("al}ce%"))
+	rec, found, err := (backend.Calls{Runner: s}).Get(ctx, "user", []byte("al}ce%"))
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, backend.Record{Value: []byte("v4"), TTLAt: now + 60_000}, rec)
@@ -83,10 +83,10 @@ func TestMoveLayout(t *testing.T) {
 	ctx := context.Background()
 	now := f.clock().UnixMilli()
 
-	ok, err := s.Prepare(ctx, "u", []byte("old"), []byte("ov"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 5000})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "u", []byte("old"), []byte("ov"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 5000})
 	require.NoError(t, err)
 	require.True(t, ok)
-	res, err := s.Move(ctx, "u", []byte("new"), []byte("nv"), []byte("old"), []byte("ov"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 7000})
+	res, err := (backend.Calls{Runner: s}).Move(ctx, "u", []byte("new"), []byte("nv"), []byte("old"), []byte("ov"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 7000})
 	require.NoError(t, err)
 	require.Equal(t, backend.Moved, res)
 	keys, err := rc.Keys(ctx, "*").Result()
@@ -109,16 +109,16 @@ func TestServerClock(t *testing.T) {
 	}})
 	ctx := context.Background()
 
-	ok, err := s.Prepare(ctx, "u", []byte("k"), []byte("v"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 10_000})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "u", []byte("k"), []byte("v"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 10_000})
 	require.NoError(t, err)
 	require.True(t, ok)
-	rec, found, err := s.Get(ctx, "u", []byte("k"))
+	rec, found, err := (backend.Calls{Runner: s}).Get(ctx, "u", []byte("k"))
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, backend.Record{Value: []byte("v"), TTLAt: server.UnixMilli() + 10_000, Live: true}, rec)
 
 	f.advance(10 * time.Second)
-	rec, found, err = s.Get(ctx, "u", []byte("k"))
+	rec, found, err = (backend.Calls{Runner: s}).Get(ctx, "u", []byte("k"))
 	require.NoError(t, err)
 	require.True(t, found)
 	require.False(t, rec.Live)
@@ -139,17 +139,17 @@ func TestLayoutForeverOverExpired(t *testing.T) {
 		require.NoError(t, err)
 		return exp
 	}
-	ok, err := s.Prepare(ctx, "ns", []byte("fresh"), []byte("v"), backend.Expiry{})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("fresh"), []byte("v"), backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(-1), expires("pk:{ns:fresh}"))
 
-	ok, err = s.Prepare(ctx, "ns", []byte("k"), []byte("v1"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), []byte("v1"), backend.Expiry{Kind: backend.ExpireAfter, Millis: 1000})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Positive(t, expires("pk:{ns:k}"))
 	f.advance(2 * time.Second)
-	ok, err = s.Prepare(ctx, "ns", []byte("k"), []byte("v2"), backend.Expiry{})
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("k"), []byte("v2"), backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok, "the record had expired")
 	require.Equal(t, int64(-1), expires("pk:{ns:k}"))

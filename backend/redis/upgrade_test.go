@@ -242,7 +242,7 @@ func TestUpgradeFromHashRecords(t *testing.T) {
 			if tg.exact {
 				check.delta = 0
 			}
-			run := s.Batch
+			run := s.pipeline
 			if tg.wire {
 				run = wirePipeline(t, s)
 			}
@@ -266,7 +266,7 @@ func TestUpgradeFromHashRecords(t *testing.T) {
 					}
 					res := make([]Result, len(ops))
 					if tc.exec {
-						require.NoError(t, s.Exec(ctx, ops, res))
+						require.NoError(t, s.Run(ctx, ops, res, backend.Isolated))
 					} else {
 						run(ctx, ops, res)
 					}
@@ -422,7 +422,7 @@ func wirePipeline(t *testing.T, s *Store) func(ctx context.Context, ops []Op, re
 	w := s.Wire()
 	require.NotNil(t, w)
 	return func(ctx context.Context, ops []Op, res []Result) {
-		wireExchange(t, ctx, w, ops, res, func(ops []Op, res []Result) { s.Batch(ctx, ops, res) })
+		wireExchange(t, ctx, w, ops, res, func(ops []Op, res []Result) { s.Run(ctx, ops, res, backend.Pipelined) })
 	}
 }
 

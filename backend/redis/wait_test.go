@@ -120,12 +120,12 @@ func TestWaitNoReplica(t *testing.T) {
 	s := openStore(t, fmt.Sprintf("redis://%s?wait=1&wait-timeout=50ms", srv.addr()), Config{Timeout: time.Second})
 	ctx := context.Background()
 
-	_, err := s.Prepare(ctx, "ns", []byte("single"), []byte("v"), backend.Expiry{})
+	_, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("single"), []byte("v"), backend.Expiry{})
 	var re *ReplicationError
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, ReplicationError{Acked: 0, Want: 1, After: 50 * time.Millisecond}, *re)
 	require.EqualError(t, err, "replication: 0 of 1 replicas acknowledged the write within 50ms")
-	rec, ok, err := s.Get(ctx, "ns", []byte("single"))
+	rec, ok, err := (backend.Calls{Runner: s}).Get(ctx, "ns", []byte("single"))
 	require.NoError(t, err)
 	require.True(t, ok, "the master ran the write")
 	require.Equal(t, "v", string(rec.Value))
@@ -133,14 +133,14 @@ func TestWaitNoReplica(t *testing.T) {
 	// a transaction (EXEC, one script) is one write: one WAIT, and the
 	// whole block fails
 	before := waits(t, admin)
-	err = s.Exec(ctx, waitOps("tx", 2), make([]backend.Result, 5))
+	err = s.Run(ctx, waitOps("tx", 2), make([]backend.Result, 5), backend.Isolated)
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, before+1, waits(t, admin))
 
 	for name, batch := range map[string]func(ops []backend.Op) []backend.Result{
 		"rueidis": func(ops []backend.Op) []backend.Result {
 			res := make([]backend.Result, len(ops))
-			s.Batch(ctx, ops, res)
+			s.Run(ctx, ops, res, backend.Pipelined)
 			return res
 		},
 		"wire": func(ops []backend.Op) []backend.Result { return wireBatch(t, s.Wire(), ops) },
@@ -161,7 +161,7 @@ func TestWaitNoReplica(t *testing.T) {
 		// reads alone need no WAIT
 		before = waits(t, admin)
 		res = make([]backend.Result, 1)
-		s.Batch(ctx, []backend.Op{{Kind: backend.OpGet, NS: "b" + name, Key: []byte("k0")}}, res)
+		s.Run(ctx, []backend.Op{{Kind: backend.OpGet, NS: "b" + name, Key: []byte("k0")}}, res, backend.Pipelined)
 		require.NoError(t, res[0].Err)
 		_, sync := s.Wire().AppendSync(nil, []backend.Op{{Kind: backend.OpGet}})
 		require.False(t, sync)
@@ -182,14 +182,14 @@ func TestWaitReplica(t *testing.T) {
 	admin := master.client(t)
 	s := openStore(t, fmt.Sprintf("redis://%s?wait=1", master.addr()), Config{Timeout: 2 * time.Second})
 	ctx := context.Background()
-	ok, err := s.Prepare(ctx, "ns", []byte("single"), []byte("v"), backend.Expiry{})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", []byte("single"), []byte("v"), backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
 
 	for name, batch := range map[string]func(ops []backend.Op) []backend.Result{
 		"rueidis": func(ops []backend.Op) []backend.Result {
 			res := make([]backend.Result, len(ops))
-			s.Batch(ctx, ops, res)
+			s.Run(ctx, ops, res, backend.Pipelined)
 			return res
 		},
 		"wire": func(ops []backend.Op) []backend.Result { return wireBatch(t, s.Wire(), ops) },

@@ -72,7 +72,7 @@ func (ws *wireStore) do(ctx context.Context, op backend.Op) backend.Result {
 				return backend.Result{Err: fmt.Errorf("%d bytes after the reply", len(buf)-n)}
 			}
 			if again {
-				ws.Batch(ctx, ops, res)
+				ws.Run(ctx, ops, res, backend.Pipelined)
 			}
 			return res[0]
 		}

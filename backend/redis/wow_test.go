@@ -139,19 +139,19 @@ func TestWowRecords(t *testing.T) {
 	now := f.clock().UnixMilli()
 	const ns = "username"
 
-	ok, err := s.Prepare(ctx, ns, []byte("alice"), []byte(`"u1"`), backend.Expiry{})
+	ok, err := (backend.Calls{Runner: s}).Prepare(ctx, ns, []byte("alice"), []byte(`"u1"`), backend.Expiry{})
 	require.NoError(t, err)
 	require.True(t, ok)
 	h, ttl := wowRecord(t, f, s, ns, "alice")
 	require.Equal(t, map[string]string{"ttlAt": wowForever, "value": `"u1"`}, h)
 	require.Zero(t, ttl, "no Redis expiry")
 	require.True(t, f.Exists("v2:prepare:{dXNlcm5hbWU.YWxpY2U}"))
-	rec, found, err := s.Get(ctx, ns, []byte("alice"))
+	rec, found, err := (backend.Calls{Runner: s}).Get(ctx, ns, []byte("alice"))
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, backend.Record{Value: []byte(`"u1"`), TTLAt: backend.Forever, Live: true}, rec)
 
-	ok, err = s.Prepare(ctx, ns, []byte("bob"), []byte(`"u2"`), backend.Expiry{Kind: backend.ExpireAfter, Millis: 5000})
+	ok, err = (backend.Calls{Runner: s}).Prepare(ctx, ns, []byte("bob"), []byte(`"u2"`), backend.Expiry{Kind: backend.ExpireAfter, Millis: 5000})
 	require.NoError(t, err)
 	require.True(t, ok)
 	h, ttl = wowRecord(t, f, s, ns, "bob")
@@ -166,9 +166,11 @@ func TestWowRecords(t *testing.T) {
 			f.HSet(rk, fields[i], fields[i+1])
 		}
 	}
-	get := func(key string) (backend.Record, bool, error) { return s.Get(ctx, ns, []byte(key)) }
+	get := func(key string) (backend.Record, bool, error) {
+		return (backend.Calls{Runner: s}).Get(ctx, ns, []byte(key))
+	}
 	prepare := func(key string) bool {
-		ok, err := s.Prepare(ctx, ns, []byte(key), []byte(`"new"`), backend.Expiry{})
+		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, ns, []byte(key), []byte(`"new"`), backend.Expiry{})
 		require.NoError(t, err)
 		return ok
 	}
@@ -197,7 +199,7 @@ func TestWowRecords(t *testing.T) {
 		_, found, err := get("e")
 		require.NoError(t, err)
 		require.False(t, found, "past ttlAt + retention reads as no record")
-		ok, err := s.Rollback(ctx, ns, []byte("e"), backend.Cond{})
+		ok, err := (backend.Calls{Runner: s}).Rollback(ctx, ns, []byte("e"), backend.Cond{})
 		require.NoError(t, err)
 		require.False(t, ok)
 	})
@@ -216,13 +218,13 @@ func TestWowRecords(t *testing.T) {
 		_, _, err := get("g")
 		require.ErrorContains(t, err, "UNREADABLE")
 		require.ErrorContains(t, err, "ttlAt is not a number")
-		ok, err := s.Reprepare(ctx, ns, []byte("g"), []byte(`"x"`), backend.Cond{}, backend.Expiry{})
+		ok, err := (backend.Calls{Runner: s}).Reprepare(ctx, ns, []byte("g"), []byte(`"x"`), backend.Cond{}, backend.Expiry{})
 		require.NoError(t, err)
 		require.False(t, ok, "no live record to replace")
-		r, err := s.Move(ctx, ns, []byte("g"), []byte(`"x"`), []byte("alice"), []byte(`"u1"`), backend.Expiry{})
+		r, err := (backend.Calls{Runner: s}).Move(ctx, ns, []byte("g"), []byte(`"x"`), []byte("alice"), []byte(`"u1"`), backend.Expiry{})
 		require.NoError(t, err)
 		require.Equal(t, backend.NewKeyTaken, r)
-		ok, err = s.MPrepare(ctx, []backend.Entry{{NS: ns, Key: []byte("free1"), Value: []byte("1")}, {NS: ns, Key: []byte("g"), Value: []byte("1")}}, backend.Expiry{})
+		ok, err = (backend.Calls{Runner: s}).MPrepare(ctx, []backend.Entry{{NS: ns, Key: []byte("free1"), Value: []byte("1")}, {NS: ns, Key: []byte("g"), Value: []byte("1")}}, backend.Expiry{})
 		require.NoError(t, err)
 		require.False(t, ok)
 		h, _ := wowRecord(t, f, s, ns, "g")
@@ -230,10 +232,10 @@ func TestWowRecords(t *testing.T) {
 		_, found, err := get("free1")
 		require.NoError(t, err)
 		require.False(t, found)
-		ok, err = s.Rollback(ctx, ns, []byte("g"), backend.IfEq([]byte(`"other"`)))
+		ok, err = (backend.Calls{Runner: s}).Rollback(ctx, ns, []byte("g"), backend.IfEq([]byte(`"other"`)))
 		require.NoError(t, err)
 		require.False(t, ok)
-		ok, err = s.Rollback(ctx, ns, []byte("g"), backend.Cond{})
+		ok, err = (backend.Calls{Runner: s}).Rollback(ctx, ns, []byte("g"), backend.Cond{})
 		require.NoError(t, err)
 		require.True(t, ok, "ROLLBACK deletes a record, live or not")
 		require.True(t, prepare("g"))
@@ -244,10 +246,10 @@ func TestWowRecords(t *testing.T) {
 		_, _, err := get("h")
 		require.ErrorContains(t, err, "UNREADABLE")
 		require.ErrorContains(t, err, "no value")
-		ok, err := s.Reprepare(ctx, ns, []byte("h"), []byte(`"x"`), backend.IfEq([]byte("")), backend.Expiry{})
+		ok, err := (backend.Calls{Runner: s}).Reprepare(ctx, ns, []byte("h"), []byte(`"x"`), backend.IfEq([]byte("")), backend.Expiry{})
 		require.NoError(t, err)
 		require.False(t, ok, "IFEQ never matches a missing value")
-		ok, err = s.Reprepare(ctx, ns, []byte("h"), []byte(`"x"`), backend.Cond{}, backend.Expiry{Kind: backend.KeepTTL})
+		ok, err = (backend.Calls{Runner: s}).Reprepare(ctx, ns, []byte("h"), []byte(`"x"`), backend.Cond{}, backend.Expiry{Kind: backend.KeepTTL})
 		require.NoError(t, err)
 		require.True(t, ok)
 		h, _ := wowRecord(t, f, s, ns, "h")
@@ -259,7 +261,7 @@ func TestWowRecords(t *testing.T) {
 	t.Run("another type", func(t *testing.T) {
 		rk := s.keys.recordKey(ns, []byte("j"))
 		require.NoError(t, f.Set(rk, "x"))
-		_, err := s.Prepare(ctx, ns, []byte("j"), []byte("v"), backend.Expiry{})
+		_, err := (backend.Calls{Runner: s}).Prepare(ctx, ns, []byte("j"), []byte("v"), backend.Expiry{})
 		require.ErrorContains(t, err, "WRONGTYPE")
 		v, _ := f.Get(rk)
 		require.Equal(t, "x", v)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -52,10 +51,13 @@ func planFor(movable bool) clockPlan {
 // env is one fresh store under test with helpers that fail the test on any
 // store error: a store error is never an answer.
 type env struct {
-	t    *testing.T
-	h    Harness
-	ctx  context.Context
-	plan clockPlan
+	t *testing.T
+	h Harness
+	// calls are the store's per-command calls, each one op through its
+	// Run, as the sidecar runs a command alone.
+	calls backend.Calls
+	ctx   context.Context
+	plan  clockPlan
 
 	// want is the ttlAt that the last expiry built by after or at should
 	// give; Forever until one is built.
@@ -74,29 +76,14 @@ func newEnv(t *testing.T, newStore NewStore, retention time.Duration) *env {
 	h := newStore(t, backend.Options{Retention: retention})
 	require.NotNil(t, h.Store, "NewStore returned no store")
 	if h.Values != nil {
-		_, batches := h.Store.(batcher)
-		require.False(t, batches, "Harness.Values does not wrap a store's Batch")
 		h.Store = wrapValues(h.Store, h.Values)
 	}
-	return &env{t: t, h: h, ctx: t.Context(), plan: planFor(h.Advance != nil)}
+	return &env{t: t, h: h, calls: backend.Calls{Runner: h.Store}, ctx: t.Context(), plan: planFor(h.Advance != nil)}
 }
 
 // textKeys leaves out of keys those the store cannot take
 // (Harness.TextKeys), saying so in the test's log.
-func (e *env) textKeys(keys []string) []string {
-	if e.h.TextKeys == "" {
-		return keys
-	}
-	var kept []string
-	for _, k := range keys {
-		if utf8.ValidString(k) {
-			kept = append(kept, k)
-		} else {
-			e.t.Logf("key %q left out: %s", k, e.h.TextKeys)
-		}
-	}
-	return kept
-}
+func (e *env) textKeys(keys []string) []string { return e.h.KeepTextKeys(e.t, keys) }
 
 // highByte is a byte above 0x7f for a key, or, where keys are text
 // (Harness.TextKeys), a character above U+007F.
@@ -108,26 +95,13 @@ func (e *env) highByte() string {
 }
 
 // movable reports whether the store's clock can be moved by the suite.
-func (e *env) movable() bool { return e.h.Advance != nil }
+func (e *env) movable() bool { return e.h.Movable() }
 
 // nowMs reads the store's clock.
-func (e *env) nowMs() int64 {
-	if e.h.Now == nil {
-		return time.Now().UnixMilli()
-	}
-	return e.h.Now().UnixMilli()
-}
+func (e *env) nowMs() int64 { return e.h.NowMs() }
 
 // advance moves the store's clock by d, or sleeps d on a real clock.
-func (e *env) advance(d time.Duration) { advance(e.h, d) }
-
-func advance(h Harness, d time.Duration) {
-	if h.Advance != nil {
-		h.Advance(d)
-		return
-	}
-	time.Sleep(d)
-}
+func (e *env) advance(d time.Duration) { e.h.Pass(d) }
 
 // after is the TTL option EX/PX d; it sets e.want to the ttlAt it should
 // give.
@@ -148,37 +122,33 @@ var (
 	keepTTL = backend.Expiry{Kind: backend.KeepTTL}
 )
 
+func (e *env) checked() Checked { return Checked{T: e.t, Ctx: e.ctx, Calls: e.calls} }
+
 func (e *env) prepare(ns, key, value string, exp backend.Expiry) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Prepare(e.ctx, ns, []byte(key), []byte(value), exp)
-	require.NoError(e.t, err, "Prepare(%q, %q)", ns, key)
-	return ok
+	return e.checked().Prepare(ns, key, value, exp)
 }
 
 func (e *env) get(ns, key string) (backend.Record, bool) {
 	e.t.Helper()
-	rec, ok, err := e.h.Store.Get(e.ctx, ns, []byte(key))
-	require.NoError(e.t, err, "Get(%q, %q)", ns, key)
-	return rec, ok
+	return e.checked().Get(ns, key)
 }
 
 func (e *env) rollback(ns, key string, ifeq backend.Cond) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Rollback(e.ctx, ns, []byte(key), ifeq)
-	require.NoError(e.t, err, "Rollback(%q, %q)", ns, key)
-	return ok
+	return e.checked().Rollback(ns, key, ifeq)
 }
 
 func (e *env) reprepare(ns, key, value string, ifeq backend.Cond, exp backend.Expiry) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Reprepare(e.ctx, ns, []byte(key), []byte(value), ifeq, exp)
+	ok, err := e.calls.Reprepare(e.ctx, ns, []byte(key), []byte(value), ifeq, exp)
 	require.NoError(e.t, err, "Reprepare(%q, %q)", ns, key)
 	return ok
 }
 
 func (e *env) move(ns, newKey, newValue, oldKey, oldValue string, exp backend.Expiry) backend.MoveResult {
 	e.t.Helper()
-	res, err := e.h.Store.Move(e.ctx, ns, []byte(newKey), []byte(newValue), []byte(oldKey), []byte(oldValue), exp)
+	res, err := e.calls.Move(e.ctx, ns, []byte(newKey), []byte(newValue), []byte(oldKey), []byte(oldValue), exp)
 	require.NoError(e.t, err, "Move(%q, %q from %q)", ns, newKey, oldKey)
 	return res
 }
@@ -198,8 +168,7 @@ func (e *env) requireRecord(ns, key, value string, ttlAt ttlWant, live bool) bac
 // requireAbsent asserts that key has no record.
 func (e *env) requireAbsent(ns, key string) {
 	e.t.Helper()
-	rec, ok := e.get(ns, key)
-	require.False(e.t, ok, "Get(%q, %q) = %q ttlAt %d, want no record", ns, key, rec.Value, rec.TTLAt)
+	e.checked().RequireAbsent(ns, key)
 }
 
 // requireTTLAt compares ttlAts: exactly when the clock is movable or the

@@ -66,7 +66,7 @@ func testMoveFault(t *testing.T, newStore NewStore, at backend.Step, held string
 	e := newEnv(t, newStore, tableRetention)
 	require.True(t, e.prepare(ns, "old", held, forever))
 	fired := inject(e, at)
-	res, err := e.h.Store.Move(e.ctx, ns, []byte("new"), []byte("nv"), []byte("old"), []byte("ov"), forever)
+	res, err := e.calls.Move(e.ctx, ns, []byte("new"), []byte("nv"), []byte("old"), []byte("ov"), forever)
 	e.h.Fault(nil)
 
 	newRec, newHeld := e.get(ns, "new")
@@ -104,7 +104,7 @@ func testMPrepareFault(t *testing.T, newStore NewStore, at backend.Step, taken b
 		require.True(t, e.prepare(ns, "c", "theirs", forever))
 	}
 	fired := inject(e, at)
-	ok, err := e.h.Store.MPrepare(e.ctx, []backend.Entry{entry(ns, "c", "vc"), entry(ns, "a", "va"), entry(ns, "b", "vb")}, forever)
+	ok, err := e.calls.MPrepare(e.ctx, []backend.Entry{entry(ns, "c", "vc"), entry(ns, "a", "va"), entry(ns, "b", "vb")}, forever)
 	e.h.Fault(nil)
 
 	held := 0

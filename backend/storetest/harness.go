@@ -1,6 +1,7 @@
 // Package storetest is the conformance suite that every backend must pass:
 // one test per row of the PK contract that a store decides, plus races over
-// real goroutines, all on the store's own methods. It imports no server
+// real goroutines, all on the store's own contract (Store: Run, Scan,
+// Secret, Ping). It imports no server
 // package (commands, protocol), so a backend's test binary links no server;
 // the cases that go through the server (PK.SCAN's cursors, MATCH and
 // LIVE/EXPIRED, MULTI/EXEC over connections) are in e2e/conformance, on
@@ -21,28 +22,16 @@ import (
 
 // Store is a store under test: the method set of commands.Store, written
 // here so that the suite links no server package (e2e/conformance checks
-// at compile time that the two stay one method set).
+// at compile time that the two stay one method set). The suite calls it
+// one command at a time through backend.Calls (each command one op
+// through RunOne, the sidecar's path for a command alone), and with lists
+// of ops through Run (pipelines, transaction blocks).
 type Store interface {
-	Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error)
-	Get(ctx context.Context, ns string, key []byte) (rec backend.Record, ok bool, err error)
-	Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error)
-	Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error)
-	Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error)
-	MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error)
+	Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error
+	RunOne(ctx context.Context, op backend.Op) backend.Result
 	Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error)
 	Secret(ctx context.Context) ([]byte, error)
 	Ping(ctx context.Context) error
-	Drive() backend.Drive
-}
-
-// batcher and execer are commands.Batcher and commands.Execer, the
-// optional interfaces of a store, by their method sets.
-type batcher interface {
-	Batch(ctx context.Context, ops []backend.Op, res []backend.Result)
-}
-
-type execer interface {
-	Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error
 }
 
 // Harness is one fresh, empty store under test and control of its clock.

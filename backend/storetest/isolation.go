@@ -129,7 +129,7 @@ func testLongKey(t *testing.T, newStore NewStore) {
 // command.
 func testArgumentsCopied(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore, tableRetention)
-	s, ctx := e.h.Store, e.ctx
+	s, ctx := e.calls, e.ctx
 	scribble := func(bs ...[]byte) {
 		for _, b := range bs {
 			for i := range b {

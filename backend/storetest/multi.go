@@ -16,7 +16,7 @@ func entry(ns, key, value string) backend.Entry {
 
 func (e *env) mprepare(exp backend.Expiry, entries ...backend.Entry) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.MPrepare(e.ctx, entries, exp)
+	ok, err := e.calls.MPrepare(e.ctx, entries, exp)
 	require.NoError(e.t, err, "MPrepare(%v)", entries)
 	return ok
 }
@@ -161,7 +161,7 @@ func testRaceMPrepare(t *testing.T, e *env) {
 		// stores reserve one before the shared key and one after.
 		own := [2]string{fmt.Sprintf("a-%d", r), fmt.Sprintf("z-%d", r)}
 		winners := Race(t, 2, func(i int) (bool, error) {
-			return e.h.Store.MPrepare(e.ctx, []backend.Entry{
+			return e.calls.MPrepare(e.ctx, []backend.Entry{
 				entry(ns, own[i], RacerValue(i)), entry("ns2", shared, RacerValue(i)),
 			}, backend.Expiry{})
 		})

@@ -55,7 +55,7 @@ func RacerValue(i int) string { return fmt.Sprintf("racer-%02d", i) }
 func testRacePrepareAbsent(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore, tableRetention)
 	winners := Race(t, racers, func(i int) (bool, error) {
-		return e.h.Store.Prepare(e.ctx, ns, []byte("k"), []byte(RacerValue(i)), backend.Expiry{})
+		return e.calls.Prepare(e.ctx, ns, []byte("k"), []byte(RacerValue(i)), backend.Expiry{})
 	})
 	require.Len(t, winners, 1, "PREPARE winners")
 	e.requireRecord(ns, "k", RacerValue(winners[0]), ttlWant{}, true)
@@ -67,7 +67,7 @@ func testRacePrepareExpired(t *testing.T, e *env) {
 	require.True(t, e.prepare(ns, "k", "old", e.after(e.plan.ttl)))
 	e.advance(e.plan.expire)
 	winners := Race(t, racers, func(i int) (bool, error) {
-		return e.h.Store.Prepare(e.ctx, ns, []byte("k"), []byte(RacerValue(i)), backend.Expiry{})
+		return e.calls.Prepare(e.ctx, ns, []byte("k"), []byte(RacerValue(i)), backend.Expiry{})
 	})
 	require.Len(t, winners, 1, "PREPARE winners")
 	e.requireRecord(ns, "k", RacerValue(winners[0]), ttlWant{}, true)
@@ -78,7 +78,7 @@ func testRacePrepareExpired(t *testing.T, e *env) {
 func testRaceRollback(t *testing.T, e *env) {
 	require.True(t, e.prepare(ns, "k", "v", forever))
 	winners := Race(t, racers, func(int) (bool, error) {
-		return e.h.Store.Rollback(e.ctx, ns, []byte("k"), backend.IfEq([]byte("v")))
+		return e.calls.Rollback(e.ctx, ns, []byte("k"), backend.IfEq([]byte("v")))
 	})
 	require.Len(t, winners, 1, "ROLLBACK winners")
 	e.requireAbsent(ns, "k")
@@ -89,7 +89,7 @@ func testRaceRollback(t *testing.T, e *env) {
 func testRaceReprepare(t *testing.T, e *env) {
 	require.True(t, e.prepare(ns, "k", "v0", forever))
 	winners := Race(t, racers, func(i int) (bool, error) {
-		return e.h.Store.Reprepare(e.ctx, ns, []byte("k"), []byte(RacerValue(i)), backend.IfEq([]byte("v0")), backend.Expiry{})
+		return e.calls.Reprepare(e.ctx, ns, []byte("k"), []byte(RacerValue(i)), backend.IfEq([]byte("v0")), backend.Expiry{})
 	})
 	require.Len(t, winners, 1, "REPREPARE winners")
 	e.requireRecord(ns, "k", RacerValue(winners[0]), ttlWant{}, true)
@@ -106,7 +106,7 @@ func testRaceMove(t *testing.T, e *env) {
 		require.True(t, e.prepare(ns, oldKey, "ov", forever))
 		results := make([]backend.MoveResult, 2)
 		winners := Race(t, 2, func(i int) (bool, error) {
-			res, err := e.h.Store.Move(e.ctx, ns, []byte(newKeys[i]), []byte(RacerValue(i)), []byte(oldKey), []byte("ov"), backend.Expiry{})
+			res, err := e.calls.Move(e.ctx, ns, []byte(newKeys[i]), []byte(RacerValue(i)), []byte(oldKey), []byte("ov"), backend.Expiry{})
 			results[i] = res
 			return res == backend.Moved, err
 		})
@@ -128,7 +128,7 @@ func testRacePrepareMany(t *testing.T, newStore NewStore) {
 	key := func(i, j int) string { return fmt.Sprintf("k-%d-%d", i, j) }
 	winners := Race(t, racers, func(i int) (bool, error) {
 		for j := range perRacer {
-			ok, err := e.h.Store.Prepare(e.ctx, ns, []byte(key(i, j)), []byte(RacerValue(i)), backend.Expiry{})
+			ok, err := e.calls.Prepare(e.ctx, ns, []byte(key(i, j)), []byte(RacerValue(i)), backend.Expiry{})
 			if err != nil || !ok {
 				return false, err
 			}
@@ -155,10 +155,10 @@ func testRaceMoveVersusPrepare(t *testing.T, e *env) {
 		winners := Race(t, 2, func(i int) (bool, error) {
 			if i == 0 {
 				var err error
-				res, err = e.h.Store.Move(e.ctx, ns, []byte(newKey), []byte("moved"), []byte(oldKey), []byte("ov"), backend.Expiry{})
+				res, err = e.calls.Move(e.ctx, ns, []byte(newKey), []byte("moved"), []byte(oldKey), []byte("ov"), backend.Expiry{})
 				return res == backend.Moved, err
 			}
-			return e.h.Store.Prepare(e.ctx, ns, []byte(newKey), []byte("prepared"), backend.Expiry{})
+			return e.calls.Prepare(e.ctx, ns, []byte(newKey), []byte("prepared"), backend.Expiry{})
 		})
 		require.Len(t, winners, 1, "round %d: move %v", r, res)
 		if winners[0] == 0 {
@@ -184,10 +184,10 @@ func testRaceMoveVersusRollback(t *testing.T, e *env) {
 		winners := Race(t, 2, func(i int) (bool, error) {
 			if i == 0 {
 				var err error
-				res, err = e.h.Store.Move(e.ctx, ns, []byte(newKey), []byte("nv"), []byte(oldKey), []byte("ov"), backend.Expiry{})
+				res, err = e.calls.Move(e.ctx, ns, []byte(newKey), []byte("nv"), []byte(oldKey), []byte("ov"), backend.Expiry{})
 				return res == backend.Moved, err
 			}
-			return e.h.Store.Rollback(e.ctx, ns, []byte(oldKey), backend.IfEq([]byte("ov")))
+			return e.calls.Rollback(e.ctx, ns, []byte(oldKey), backend.IfEq([]byte("ov")))
 		})
 		require.Len(t, winners, 1, "round %d: move %v", r, res)
 		e.requireAbsent(ns, oldKey)

@@ -19,17 +19,11 @@ import (
 // (commands.Handler, over what the store returns): e2e/conformance runs
 // them on every backend.
 
-// scanned is one record as a scan returned it.
-type scanned struct {
-	value string
-	ttlAt int64
-}
-
 // scanAll runs a whole scan of namespace name, count records a page,
 // and returns every record returned and the number of calls.
-func (e *env) scanAll(name string, count int) (map[string]scanned, int) {
+func (e *env) scanAll(name string, count int) (map[string]Scanned, int) {
 	e.t.Helper()
-	got := map[string]scanned{}
+	got := map[string]Scanned{}
 	var pos []byte
 	for calls := 1; ; calls++ {
 		require.Less(e.t, calls, 100000, "scan does not end")
@@ -40,7 +34,7 @@ func (e *env) scanAll(name string, count int) (map[string]scanned, int) {
 			if ttl == backend.Forever {
 				ttl = -1
 			}
-			got[string(rec.Key)] = scanned{string(rec.Value), ttl}
+			got[string(rec.Key)] = Scanned{string(rec.Value), ttl}
 		}
 		if page.Done {
 			require.Empty(e.t, page.Next, "a done page has no next position")
@@ -74,20 +68,20 @@ func runScan(t *testing.T, newStore NewStore) {
 // expired but retained, in turn), records in other namespaces whose names
 // extend ns, and one lapsed record; it returns what a scan of ns must
 // return.
-func seedScan(e *env) map[string]scanned {
+func seedScan(e *env) map[string]Scanned {
 	require.True(e.t, e.prepare(ns, "lapsed", "gone", e.after(e.plan.ttl)))
 	e.advance(tableRetention + e.plan.expire)
-	want := map[string]scanned{}
+	want := map[string]Scanned{}
 	var expiring []string
 	for i, k := range e.textKeys(scanKeys) {
 		v := "v\x00" + k
 		switch i % 3 {
 		case 0:
 			require.True(e.t, e.prepare(ns, k, v, forever))
-			want[k] = scanned{v, -1}
+			want[k] = Scanned{v, -1}
 		case 1:
 			require.True(e.t, e.prepare(ns, k, v, e.at(time.Hour)))
-			want[k] = scanned{v, e.want.at}
+			want[k] = Scanned{v, e.want.at}
 		case 2:
 			require.True(e.t, e.prepare(ns, k, v, e.after(e.plan.ttl)))
 			expiring = append(expiring, k)
@@ -101,7 +95,7 @@ func seedScan(e *env) map[string]scanned {
 		rec, ok := e.get(ns, k)
 		require.True(e.t, ok)
 		require.False(e.t, rec.Live)
-		want[k] = scanned{string(rec.Value), rec.TTLAt}
+		want[k] = Scanned{string(rec.Value), rec.TTLAt}
 	}
 	return want
 }
@@ -156,25 +150,10 @@ func testScanPositions(t *testing.T, newStore NewStore) {
 	require.Len(t, first, 30, "the first page and the rest hold every key")
 }
 
-// requireScanned checks a scan's records against want. On a real clock an
-// expired record may outlive its retention while a long test scans, and
-// go: it may then be missing, but nothing else may.
-func (e *env) requireScanned(want, got map[string]scanned, msgAndArgs ...any) {
+// requireScanned checks a scan's records against want (RequireScanned).
+func (e *env) requireScanned(want, got map[string]Scanned, msgAndArgs ...any) {
 	e.t.Helper()
-	if e.movable() {
-		require.Equal(e.t, want, got, msgAndArgs...)
-		return
-	}
-	for k, s := range got {
-		require.Contains(e.t, want, k, msgAndArgs...)
-		require.Equal(e.t, want[k], s, msgAndArgs...)
-	}
-	now := e.nowMs()
-	for k, s := range want {
-		if s.ttlAt == -1 || s.ttlAt > now {
-			require.Contains(e.t, got, k, msgAndArgs...)
-		}
-	}
+	RequireScanned(e.t, e.h, want, got, msgAndArgs...)
 }
 
 // testRaceScan: scans, page after page, while other goroutines insert and
@@ -182,11 +161,11 @@ func (e *env) requireScanned(want, got map[string]scanned, msgAndArgs ...any) {
 // the whole scan) is returned, with its value.
 func testRaceScan(t *testing.T, e *env) {
 	const stable = 200
-	want := map[string]scanned{}
+	want := map[string]Scanned{}
 	for i := range stable {
 		k := fmt.Sprintf("k%04d", 2*i)
 		require.True(t, e.prepare(ns, k, "stable", forever))
-		want[k] = scanned{"stable", -1}
+		want[k] = Scanned{"stable", -1}
 	}
 	var (
 		stop atomic.Bool
@@ -199,11 +178,11 @@ func testRaceScan(t *testing.T, e *env) {
 			for i := 0; !stop.Load(); i++ {
 				// Keys between and around the stable ones.
 				k := []byte(fmt.Sprintf("k%04d", (2*(i*7+w*101)+1)%(2*stable+20)))
-				if _, err := e.h.Store.Prepare(e.ctx, ns, k, []byte("churn"), backend.Expiry{}); err != nil {
+				if _, err := e.calls.Prepare(e.ctx, ns, k, []byte("churn"), backend.Expiry{}); err != nil {
 					errs <- err
 					return
 				}
-				if _, err := e.h.Store.Rollback(e.ctx, ns, k, backend.IfEq([]byte("churn"))); err != nil {
+				if _, err := e.calls.Rollback(e.ctx, ns, k, backend.IfEq([]byte("churn"))); err != nil {
 					errs <- err
 					return
 				}
@@ -223,7 +202,7 @@ func testRaceScan(t *testing.T, e *env) {
 			}
 			for k, s := range got {
 				if _, ok := want[k]; !ok {
-					require.Equal(t, "churn", s.value, "key %q", k)
+					require.Equal(t, "churn", s.Value, "key %q", k)
 				}
 			}
 		}

@@ -9,7 +9,8 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Transactions are tested here on the store's Exec (its isolation); MULTI
+// Transactions are tested here on the store's Run with backend.Isolated
+// (its isolation); MULTI
 // and EXEC over connections, whose queueing and replies are the server's,
 // are tested on every backend in e2e/conformance.
 
@@ -34,7 +35,7 @@ func (e *env) blockKeys() (string, string) {
 	return e.h.BlockKeys[0], e.h.BlockKeys[1]
 }
 
-// testExecIsolation races, on the store's Exec, a block PREPARE a +
+// testExecIsolation races, on the store's Run (Isolated), a block PREPARE a +
 // PREPARE b against a block PREPARE b + PREPARE a: isolated, one block
 // takes both keys and the other none, never one key each (which two blocks
 // interleaving op by op gives, each winning its first key). It releases
@@ -43,9 +44,8 @@ func (e *env) blockKeys() (string, string) {
 // store in memory.
 func testExecIsolation(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore, tableRetention)
-	ex, ok := e.h.Store.(execer)
 	a, b := e.blockKeys()
-	if !ok || !e.isolates([]string{a, b}) {
+	if !e.isolates([]string{a, b}) {
 		t.Skip("the store does not isolate a block on these keys")
 	}
 	const rounds = 50
@@ -61,7 +61,7 @@ func testExecIsolation(t *testing.T, newStore NewStore) {
 				{Kind: backend.OpPrepare, NS: ns, Key: second, Value: v},
 			}
 			res := make([]backend.Result, len(ops))
-			if err := ex.Exec(e.ctx, ops, res); err != nil {
+			if err := e.h.Store.Run(e.ctx, ops, res, backend.Isolated); err != nil {
 				return false, err
 			}
 			if res[0].OK != res[1].OK {

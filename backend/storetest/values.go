@@ -50,26 +50,16 @@ func jsonOut(v []byte) ([]byte, error) {
 }
 
 // wrapValues returns s with its values mapped by m.
-func wrapValues(s Store, m *ValueMap) Store {
-	vs := &valueStore{Store: s, m: m}
-	if ex, ok := s.(execer); ok {
-		return &valueExecStore{valueStore: vs, ex: ex}
-	}
-	return vs
-}
+func wrapValues(s Store, m *ValueMap) Store { return &valueStore{Store: s, m: m} }
 
-// valueStore maps values around a store. After each call it overwrites
-// the mapped arguments it passed, as the sidecar reuses its read buffer,
-// so that a store keeping an argument without copying it still fails
-// ArgumentsCopied.
+// valueStore maps values around a store: those of every op going into Run
+// and those of every record coming out of Run and Scan. After each call it
+// overwrites the mapped arguments it passed, as the sidecar reuses its read
+// buffer, so that a store keeping an argument without copying it still
+// fails ArgumentsCopied.
 type valueStore struct {
 	Store
 	m *ValueMap
-}
-
-type valueExecStore struct {
-	*valueStore
-	ex execer
 }
 
 func (s *valueStore) in(v []byte) []byte { return s.m.In(v) }
@@ -98,39 +88,6 @@ func (s *valueStore) out(rec backend.Record) (backend.Record, error) {
 	return rec, nil
 }
 
-func (s *valueStore) Prepare(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (bool, error) {
-	v := s.in(value)
-	defer scribble(v)
-	return s.Store.Prepare(ctx, ns, key, v, exp)
-}
-
-func (s *valueStore) Get(ctx context.Context, ns string, key []byte) (backend.Record, bool, error) {
-	rec, ok, err := s.Store.Get(ctx, ns, key)
-	if err != nil || !ok {
-		return rec, ok, err
-	}
-	rec, err = s.out(rec)
-	return rec, err == nil, err
-}
-
-func (s *valueStore) Rollback(ctx context.Context, ns string, key []byte, ifeq backend.Cond) (bool, error) {
-	c := s.cond(ifeq)
-	defer scribble(c.Value)
-	return s.Store.Rollback(ctx, ns, key, c)
-}
-
-func (s *valueStore) Reprepare(ctx context.Context, ns string, key, value []byte, ifeq backend.Cond, exp backend.Expiry) (bool, error) {
-	v, c := s.in(value), s.cond(ifeq)
-	defer scribble(v, c.Value)
-	return s.Store.Reprepare(ctx, ns, key, v, c, exp)
-}
-
-func (s *valueStore) Move(ctx context.Context, ns string, newKey, newValue, oldKey, oldValue []byte, exp backend.Expiry) (backend.MoveResult, error) {
-	nv, ov := s.in(newValue), s.in(oldValue)
-	defer scribble(nv, ov)
-	return s.Store.Move(ctx, ns, newKey, nv, oldKey, ov, exp)
-}
-
 func (s *valueStore) entries(entries []backend.Entry) []backend.Entry {
 	out := make([]backend.Entry, len(entries))
 	for i, e := range entries {
@@ -139,14 +96,61 @@ func (s *valueStore) entries(entries []backend.Entry) []backend.Entry {
 	return out
 }
 
-func (s *valueStore) MPrepare(ctx context.Context, entries []backend.Entry, exp backend.Expiry) (bool, error) {
-	mapped := s.entries(entries)
+// op maps the values of op. Every value field is mapped whatever the
+// kind: a kind ignores those it does not take.
+func (s *valueStore) op(op backend.Op) backend.Op {
+	op.Value, op.OldValue = s.in(op.Value), s.in(op.OldValue)
+	op.Cond = s.cond(op.Cond)
+	op.Entries = s.entries(op.Entries)
+	return op
+}
+
+// scribbleOp overwrites the mapped values of op once the store answered.
+func scribbleOp(op backend.Op) {
+	scribble(op.Value, op.OldValue, op.Cond.Value)
+	for _, e := range op.Entries {
+		scribble(e.Value)
+	}
+}
+
+// result maps the value of the record in r.
+func (s *valueStore) result(r backend.Result) backend.Result {
+	if r.Err != nil || !r.Found {
+		return r
+	}
+	rec, err := s.out(r.Record)
+	if err != nil {
+		return backend.Result{Err: err}
+	}
+	r.Record = rec
+	return r
+}
+
+// Run maps the values of the ops and of the records in their results.
+func (s *valueStore) Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error {
+	mapped := make([]backend.Op, len(ops))
+	for i, op := range ops {
+		mapped[i] = s.op(op)
+	}
 	defer func() {
-		for _, e := range mapped {
-			scribble(e.Value)
+		for _, op := range mapped {
+			scribbleOp(op)
 		}
 	}()
-	return s.Store.MPrepare(ctx, mapped, exp)
+	if err := s.Store.Run(ctx, mapped, res, iso); err != nil {
+		return err
+	}
+	for i := range ops {
+		res[i] = s.result(res[i])
+	}
+	return nil
+}
+
+// RunOne maps the values of op and of the record in its result.
+func (s *valueStore) RunOne(ctx context.Context, op backend.Op) backend.Result {
+	mapped := s.op(op)
+	defer scribbleOp(mapped)
+	return s.result(s.Store.RunOne(ctx, mapped))
 }
 
 func (s *valueStore) Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error) {
@@ -160,30 +164,4 @@ func (s *valueStore) Scan(ctx context.Context, ns string, pos []byte, count int)
 		}
 	}
 	return page, nil
-}
-
-// Exec maps the values of a transaction's ops and of their results.
-func (s *valueExecStore) Exec(ctx context.Context, ops []backend.Op, res []backend.Result) error {
-	mapped := make([]backend.Op, len(ops))
-	for i, op := range ops {
-		op.Value, op.OldValue = s.in(op.Value), s.in(op.OldValue)
-		op.Cond = s.cond(op.Cond)
-		op.Entries = s.entries(op.Entries)
-		mapped[i] = op
-	}
-	if err := s.ex.Exec(ctx, mapped, res); err != nil {
-		return err
-	}
-	for i := range res {
-		if res[i].Err != nil || !res[i].Found {
-			continue
-		}
-		rec, err := s.out(res[i].Record)
-		if err != nil {
-			res[i].Err = err
-			continue
-		}
-		res[i].Record = rec
-	}
-	return nil
 }

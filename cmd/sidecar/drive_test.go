@@ -13,10 +13,10 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// TestOpenBackendDrive: each backend declares how the server drives it,
-// and main takes a Wire exactly from the one that declares DriveWire (a
-// standalone Redis): memory: on the loop, file: in batches, a Redis
-// Cluster in batches through rueidis, MongoDB one call at a time.
+// TestOpenBackendDrive: each backend's opener says how the server drives
+// it, and hands main a Wire exactly with DriveWire (a standalone Redis):
+// memory: on the loop, file: in batches, a Redis Cluster in batches
+// through rueidis, MongoDB one call at a time.
 func TestOpenBackendDrive(t *testing.T) {
 	cases := []struct {
 		name, url string
@@ -41,14 +41,14 @@ func TestOpenBackendDrive(t *testing.T) {
 			}
 			cfg, err := parseConfig([]string{"--backend", c.url}, func(string) string { return "" }, io.Discard)
 			require.NoError(t, err)
-			st, _, wire, err := openBackend(t.Context(), cfg, slog.New(slog.DiscardHandler))
+			o, err := openBackend(t.Context(), cfg, slog.New(slog.DiscardHandler))
 			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			require.Equal(t, c.want, st.Drive())
+			t.Cleanup(func() { _ = o.store.Close() })
+			require.Equal(t, c.want, o.drive)
 			if c.want == backend.DriveWire {
-				require.NotNil(t, wire)
+				require.NotNil(t, o.wire)
 			} else {
-				require.Nil(t, wire)
+				require.Nil(t, o.wire)
 			}
 		})
 	}

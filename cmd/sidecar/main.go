@@ -19,7 +19,6 @@ import (
 	"github.com/prepkey/prepkey/admin"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol"
-	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // version is prepkey's version, shown by INFO.
@@ -67,7 +66,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	ctx, stop := signalContext()
 	defer stop()
 
-	st, kind, wire, err := openInterruptible(ctx, cfg, log)
+	o, err := openInterruptible(ctx, cfg, log)
 	if errors.Is(err, errInterrupted) {
 		fmt.Fprintf(stderr, "sidecar: %v\n", err)
 		return 1
@@ -76,6 +75,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sidecar: %v\n", err)
 		return 2
 	}
+	st, kind := o.store, o.kind
 	tuneGC(kind, getenv)
 	ln, err := listen(cfg.listen)
 	if err != nil {
@@ -109,9 +109,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
 		Version: version,
 		Backend: kind,
-		// How PK commands reach the store is the store's to declare
-		// (Drive); a standalone Redis is reached through its Wire.
-		Wire:           wire,
+		// How PK commands reach the store is its opener's to say
+		// (openBackend); a standalone Redis is reached through its Wire.
+		Drive:          o.drive,
+		Wire:           o.wire,
 		BackendTimeout: cfg.backendTimeout,
 		MaxTxMemory:    int64(cfg.maxTxMemory),
 		Logger:         log,
@@ -171,23 +172,21 @@ var errInterrupted = errors.New("interrupted by a signal while opening the backe
 
 // openInterruptible opens the backend, unless a signal comes first: a store
 // that cannot open (a hung disk) must not make the sidecar deaf to SIGTERM.
-func openInterruptible(ctx context.Context, cfg config, log *slog.Logger) (store, string, upstream.Wire, error) {
-	type opened struct {
-		st   store
-		kind string
-		wire upstream.Wire
-		err  error
+func openInterruptible(ctx context.Context, cfg config, log *slog.Logger) (opened, error) {
+	type result struct {
+		o   opened
+		err error
 	}
-	ch := make(chan opened, 1)
+	ch := make(chan result, 1)
 	go func() {
-		st, kind, wire, err := openBackend(ctx, cfg, log)
-		ch <- opened{st, kind, wire, err}
+		o, err := openBackend(ctx, cfg, log)
+		ch <- result{o, err}
 	}()
 	select {
-	case o := <-ch:
-		return o.st, o.kind, o.wire, o.err
+	case r := <-ch:
+		return r.o, r.err
 	case <-ctx.Done():
-		return nil, "", nil, errInterrupted
+		return opened{}, errInterrupted
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // defaultListen is the first socket the host preopened: wazero's
@@ -32,14 +31,14 @@ func noConnect(kind string) error {
 	return fmt.Errorf("the %s backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)", kind)
 }
 
-func openFile(string, backend.Options, int64, int64) (store, error) { return nil, errNoFile }
+func openFile(string, backend.Options, int64, int64) (opened, error) { return opened{}, errNoFile }
 
-func openRedis(context.Context, config, backend.Options, *slog.Logger) (store, upstream.Wire, error) {
-	return nil, nil, noConnect("redis")
+func openRedis(context.Context, config, backend.Options, *slog.Logger) (opened, error) {
+	return opened{}, noConnect("redis")
 }
 
-func openMongo(context.Context, config, backend.Options, *slog.Logger) (store, error) {
-	return nil, noConnect("mongodb")
+func openMongo(context.Context, config, backend.Options, *slog.Logger) (opened, error) {
+	return opened{}, noConnect("mongodb")
 }
 
 // netListen refuses: WASI preview 1 cannot open a socket, and Go's

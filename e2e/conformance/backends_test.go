@@ -30,13 +30,15 @@ import (
 )
 
 // run runs the server-level cases on the stores newStore builds, under the
-// names they had in storetest.Run. wire serves them the way the sidecar
-// serves a standalone Redis (see serveStore).
-func run(t *testing.T, newStore storetest.NewStore, wire bool) {
+// names they had in storetest.Run, served as drive says: each backend the
+// way the sidecar's opener drives it (cmd/sidecar, TestOpenBackendDrive),
+// a standalone Redis both over the loops' own connections (DriveWire) and
+// through its client (DriveBatch, the path while those are down).
+func run(t *testing.T, newStore storetest.NewStore, drive backend.Drive) {
 	t.Run("Scan", func(t *testing.T) { runScan(t, newStore) })
 	t.Run("Transactions", func(t *testing.T) {
-		t.Run("blocks", func(t *testing.T) { testBlocks(t, newStore, wire) })
-		t.Run("isolation", func(t *testing.T) { testBlockIsolation(t, newStore, wire) })
+		t.Run("blocks", func(t *testing.T) { testBlocks(t, newStore, drive) })
+		t.Run("isolation", func(t *testing.T) { testBlockIsolation(t, newStore, drive) })
 	})
 }
 
@@ -47,7 +49,7 @@ func TestConformanceMemory(t *testing.T) {
 		s := memory.New(opts)
 		t.Cleanup(func() { _ = s.Close() })
 		return storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
-	}, false)
+	}, backend.DriveInline)
 }
 
 func TestConformanceFile(t *testing.T) {
@@ -58,7 +60,7 @@ func TestConformanceFile(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 		return storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
-	}, false)
+	}, backend.DriveBatch)
 }
 
 func newClock() *storetest.Clock { return storetest.NewClock(time.UnixMilli(1_700_000_000_000)) }
@@ -117,11 +119,11 @@ func miniredisStore(layout string) storetest.NewStore {
 	}
 }
 
-func TestConformanceMiniredis(t *testing.T)     { run(t, miniredisStore(""), false) }
-func TestConformanceWireMiniredis(t *testing.T) { run(t, miniredisStore(""), true) }
+func TestConformanceMiniredis(t *testing.T)     { run(t, miniredisStore(""), backend.DriveBatch) }
+func TestConformanceWireMiniredis(t *testing.T) { run(t, miniredisStore(""), backend.DriveWire) }
 
-func TestConformanceWowMiniredis(t *testing.T)     { run(t, miniredisStore("wow"), false) }
-func TestConformanceWowWireMiniredis(t *testing.T) { run(t, miniredisStore("wow"), true) }
+func TestConformanceWowMiniredis(t *testing.T)     { run(t, miniredisStore("wow"), backend.DriveBatch) }
+func TestConformanceWowWireMiniredis(t *testing.T) { run(t, miniredisStore("wow"), backend.DriveWire) }
 
 // serverURL returns a real server's URL from the environment (printed by
 // scripts/redis-servers.sh up, or scripts/ferretdb.sh up); without it the
@@ -161,42 +163,42 @@ func redisServer(t *testing.T, env, layout string, cluster bool) storetest.NewSt
 
 func TestConformanceStandalone(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_URL", "", false), false)
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "", false), backend.DriveBatch)
 }
 
 func TestConformanceWireStandalone(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_URL", "", false), true)
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "", false), backend.DriveWire)
 }
 
 func TestConformanceSentinel(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "", false), false)
+	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "", false), backend.DriveBatch)
 }
 
 func TestConformanceCluster(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "", true), false)
+	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "", true), backend.DriveBatch)
 }
 
 func TestConformanceWowStandalone(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_URL", "wow", false), false)
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "wow", false), backend.DriveBatch)
 }
 
 func TestConformanceWowWireStandalone(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_URL", "wow", false), true)
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "wow", false), backend.DriveWire)
 }
 
 func TestConformanceWowSentinel(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "wow", false), false)
+	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "wow", false), backend.DriveBatch)
 }
 
 func TestConformanceWowCluster(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "wow", true), false)
+	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "wow", true), backend.DriveBatch)
 }
 
 // oneSlot reports whether keys of ns are in one Cluster slot, in layout.
@@ -290,7 +292,7 @@ func dropAtCleanup(t *testing.T, url, db string) {
 
 func TestConformanceMongo(t *testing.T) {
 	t.Parallel()
-	run(t, mongoStore(t, ""), false)
+	run(t, mongoStore(t, ""), backend.DriveCalls)
 }
 
 // TestConformanceMongoWow: values are any bytes and layout=wow takes JSON,
@@ -298,5 +300,5 @@ func TestConformanceMongo(t *testing.T) {
 // keys that are not UTF-8 are left out.
 func TestConformanceMongoWow(t *testing.T) {
 	t.Parallel()
-	run(t, mongoStore(t, "wow"), false)
+	run(t, mongoStore(t, "wow"), backend.DriveCalls)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,9 +12,11 @@ import (
 	"github.com/prepkey/prepkey/backend/storetest"
 )
 
-// The helpers of the server-level cases, after backend/storetest's (whose
-// own are unexported, and which links no server): one fresh store of a
-// backend's harness, with calls that fail the test on any store error.
+// The helpers of the server-level cases: one fresh store of a backend's
+// harness, with calls that fail the test on any store error
+// (storetest.Checked) and the clock and keys helpers of backend/storetest
+// (Harness.Movable, NowMs, Pass, KeepTextKeys), plus what the cases here
+// need of their own (a namespace of the env's own, isolated blocks).
 
 // retention is the stores' retention: long enough that on real time an
 // expired seed is still retained while a case runs (storetest's
@@ -27,6 +28,8 @@ type env struct {
 	t   *testing.T
 	h   storetest.Harness
 	ctx context.Context
+	// checked are the store's calls that fail the test on a store error.
+	checked storetest.Checked
 	// ns is the namespace of every case, and prefix the head of every
 	// namespace the case uses: a head of the env's own, so that on a
 	// server shared with other tests (layout=wow, whose Redis keys have no
@@ -44,7 +47,7 @@ func newEnv(t *testing.T, newStore storetest.NewStore) *env {
 	t.Helper()
 	h := storetest.Open(t, newStore, retention)
 	prefix := fmt.Sprintf("t%x_", time.Now().UnixNano())
-	e := &env{t: t, h: h, ctx: t.Context(), ns: prefix + "ns", prefix: prefix,
+	e := &env{t: t, h: h, ctx: t.Context(), checked: h.Checked(t), ns: prefix + "ns", prefix: prefix,
 		ttl: 100 * time.Millisecond, expire: 300 * time.Millisecond}
 	if e.movable() {
 		e.ttl, e.expire = 10*time.Second, 10*time.Second
@@ -56,24 +59,13 @@ func newEnv(t *testing.T, newStore storetest.NewStore) *env {
 func (e *env) name(n string) string { return e.prefix + n }
 
 // movable reports whether the store's clock can be moved by the case.
-func (e *env) movable() bool { return e.h.Advance != nil }
+func (e *env) movable() bool { return e.h.Movable() }
 
 // nowMs reads the store's clock.
-func (e *env) nowMs() int64 {
-	if e.h.Now == nil {
-		return time.Now().UnixMilli()
-	}
-	return e.h.Now().UnixMilli()
-}
+func (e *env) nowMs() int64 { return e.h.NowMs() }
 
 // advance moves the store's clock by d, or sleeps d on a real clock.
-func (e *env) advance(d time.Duration) {
-	if e.h.Advance != nil {
-		e.h.Advance(d)
-		return
-	}
-	time.Sleep(d)
-}
+func (e *env) advance(d time.Duration) { e.h.Pass(d) }
 
 // after is the TTL option EX/PX d.
 func (e *env) after(d time.Duration) backend.Expiry {
@@ -94,23 +86,17 @@ var (
 
 func (e *env) prepare(ns, key, value string, exp backend.Expiry) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Prepare(e.ctx, ns, []byte(key), []byte(value), exp)
-	require.NoError(e.t, err, "Prepare(%q, %q)", ns, key)
-	return ok
+	return e.checked.Prepare(ns, key, value, exp)
 }
 
 func (e *env) get(ns, key string) (backend.Record, bool) {
 	e.t.Helper()
-	rec, ok, err := e.h.Store.Get(e.ctx, ns, []byte(key))
-	require.NoError(e.t, err, "Get(%q, %q)", ns, key)
-	return rec, ok
+	return e.checked.Get(ns, key)
 }
 
 func (e *env) rollback(ns, key string, ifeq backend.Cond) bool {
 	e.t.Helper()
-	ok, err := e.h.Store.Rollback(e.ctx, ns, []byte(key), ifeq)
-	require.NoError(e.t, err, "Rollback(%q, %q)", ns, key)
-	return ok
+	return e.checked.Rollback(ns, key, ifeq)
 }
 
 // requireLive asserts that key holds value, live, forever.
@@ -126,26 +112,12 @@ func (e *env) requireLive(ns, key, value string) {
 // requireAbsent asserts that key has no record.
 func (e *env) requireAbsent(ns, key string) {
 	e.t.Helper()
-	rec, ok := e.get(ns, key)
-	require.False(e.t, ok, "Get(%q, %q) = %q ttlAt %d, want no record", ns, key, rec.Value, rec.TTLAt)
+	e.checked.RequireAbsent(ns, key)
 }
 
 // textKeys leaves out of keys those the store cannot take
 // (Harness.TextKeys), saying so in the test's log.
-func (e *env) textKeys(keys []string) []string {
-	if e.h.TextKeys == "" {
-		return keys
-	}
-	var kept []string
-	for _, k := range keys {
-		if utf8.ValidString(k) {
-			kept = append(kept, k)
-		} else {
-			e.t.Logf("key %q left out: %s", k, e.h.TextKeys)
-		}
-	}
-	return kept
-}
+func (e *env) textKeys(keys []string) []string { return e.h.KeepTextKeys(e.t, keys) }
 
 // isolates reports whether the harness's store runs a block on keys (in
 // ns) as one isolated unit.

@@ -140,18 +140,17 @@ func blockRows(ns string) []blockRow {
 	}}
 }
 
-// serveStore starts a sidecar server on the store under test and returns
-// its address. With wire, the server's event loops reach the store (a
-// standalone Redis) over connections of their own, as the sidecar does
-// (upstream.Wire); without, a store that declares DriveWire is driven in
-// batches, its path while those connections are down.
-func serveStore(t *testing.T, e *env, wire bool) string {
+// serveStore starts a sidecar server on the store under test, driven as
+// drive says, and returns its address. With DriveWire the server's event
+// loops reach the store (a standalone Redis) over connections of their
+// own, as the sidecar does (upstream.Wire, the store's redis.Wire).
+func serveStore(t *testing.T, e *env, drive backend.Drive) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	h := commands.New(e.h.Store, commands.DefaultLimits, e.h.Now)
-	var cfg protocol.Config
-	if wire {
+	cfg := protocol.Config{Drive: drive}
+	if drive == backend.DriveWire {
 		ws, ok := e.h.Store.(interface{ Wire() *redis.Wire })
 		require.True(t, ok, "a store with a Wire")
 		cfg.Wire = ws.Wire()
@@ -255,7 +254,7 @@ func readRESP(r *bufio.Reader) (string, error) {
 
 // testBlocks runs each block row, pipelined from MULTI to EXEC, on a fresh
 // store.
-func testBlocks(t *testing.T, newStore storetest.NewStore, wire bool) {
+func testBlocks(t *testing.T, newStore storetest.NewStore, drive backend.Drive) {
 	for i, row := range blockRows("") {
 		t.Run(row.name, func(t *testing.T) {
 			e := newEnv(t, newStore)
@@ -265,7 +264,7 @@ func testBlocks(t *testing.T, newStore storetest.NewStore, wire bool) {
 				require.True(t, e.prepare(e.ns, s.key, s.value, forever))
 				seeds[s.key], _ = e.get(e.ns, s.key)
 			}
-			c := dialResp(t, serveStore(t, e, wire))
+			c := dialResp(t, serveStore(t, e, drive))
 			reqs := append([][]string{{"MULTI"}}, r.block...)
 			reqs = append(reqs, []string{"EXEC"})
 			got, err := c.send(reqs...)
@@ -319,13 +318,13 @@ func testBlocks(t *testing.T, newStore storetest.NewStore, wire bool) {
 // PK.PREPARE b against a block PK.PREPARE b + PK.PREPARE a: isolated, one
 // block takes both keys and the other none, never one key each (which two
 // blocks interleaving op by op gives, each winning its first key).
-func testBlockIsolation(t *testing.T, newStore storetest.NewStore, wire bool) {
+func testBlockIsolation(t *testing.T, newStore storetest.NewStore, drive backend.Drive) {
 	e := newEnv(t, newStore)
 	a, b := e.blockKeys()
 	if !e.isolates([]string{a, b}) {
 		t.Skip("the store does not isolate a block on these keys")
 	}
-	addr := serveStore(t, e, wire)
+	addr := serveStore(t, e, drive)
 	const pairs, rounds = 4, 100
 	var clients [2 * pairs]*respClient
 	for i := range clients {
