@@ -78,6 +78,7 @@ type blockSink interface {
 	key(ns string, key []byte)
 	arg(a string)
 	argBytes(a []byte)
+	argInt(n int64)
 }
 
 // encodeBlockOp hands op's keys and arguments (opcode first) to to, as
@@ -86,12 +87,12 @@ type blockSink interface {
 func encodeBlockOp(to blockSink, op *Op) error {
 	switch op.Kind {
 	case OpPrepare:
-		mode, ms := expiryArgs(op.Exp)
+		mode, ms := expiryMode(op.Exp)
 		to.key(op.NS, op.Key)
 		to.arg("p")
 		to.argBytes(op.Value)
 		to.arg(mode)
-		to.arg(ms)
+		to.argInt(ms)
 	case OpGet:
 		to.key(op.NS, op.Key)
 		to.arg("g")
@@ -103,29 +104,29 @@ func encodeBlockOp(to blockSink, op *Op) error {
 		to.argBytes(v)
 	case OpReprepare:
 		set, v := condArgs(op.Cond)
-		mode, ms := expiryArgs(op.Exp)
+		mode, ms := expiryMode(op.Exp)
 		to.key(op.NS, op.Key)
 		to.arg("u")
 		to.argBytes(op.Value)
 		to.arg(set)
 		to.argBytes(v)
 		to.arg(mode)
-		to.arg(ms)
+		to.argInt(ms)
 	case OpMove:
-		mode, ms := expiryArgs(op.Exp)
+		mode, ms := expiryMode(op.Exp)
 		to.key(op.NS, op.Key)
 		to.key(op.NS, op.OldKey)
 		to.arg("m")
 		to.argBytes(op.Value)
 		to.argBytes(op.OldValue)
 		to.arg(mode)
-		to.arg(ms)
+		to.argInt(ms)
 	case OpMPrepare:
-		mode, ms := expiryArgs(op.Exp)
+		mode, ms := expiryMode(op.Exp)
 		to.arg("M")
-		to.arg(strconv.Itoa(len(op.Entries)))
+		to.argInt(int64(len(op.Entries)))
 		to.arg(mode)
-		to.arg(ms)
+		to.argInt(ms)
 		for _, e := range op.Entries {
 			to.key(e.NS, e.Key)
 			to.argBytes(e.Value)
@@ -146,6 +147,7 @@ type stringSink struct {
 func (t *stringSink) key(ns string, key []byte) { t.keys = append(t.keys, t.ks.recordKey(ns, key)) }
 func (t *stringSink) arg(a string)              { t.args = append(t.args, a) }
 func (t *stringSink) argBytes(a []byte)         { t.args = append(t.args, string(a)) }
+func (t *stringSink) argInt(n int64)            { t.args = append(t.args, strconv.FormatInt(n, 10)) }
 
 // decodeMsg reads one op's answer in block.lua's array, as its own
 // script's answer is read.

@@ -16,15 +16,24 @@ const maxAfterMillis = 1 << 52
 
 // expiryArgs encodes exp as the (mode, ms) script arguments.
 func expiryArgs(exp backend.Expiry) (mode, ms string) {
+	mode, n := expiryMode(exp)
+	return mode, strconv.FormatInt(n, 10)
+}
+
+// expiryMode is exp as the script's mode and milliseconds, the number left
+// for the encoder to write: the loop's Redis connection appends it to its
+// buffer, where formatting it as a string first cost two allocations per
+// PK.PREPARE (callgrind: about 630 of its instructions at pipeline 16).
+func expiryMode(exp backend.Expiry) (mode string, ms int64) {
 	switch exp.Kind {
 	case backend.ExpireAfter:
-		return "a", strconv.FormatInt(min(exp.Millis, maxAfterMillis), 10)
+		return "a", min(exp.Millis, maxAfterMillis)
 	case backend.ExpireAt:
-		return "t", strconv.FormatInt(exp.Millis, 10)
+		return "t", exp.Millis
 	case backend.KeepTTL:
-		return "k", "0"
+		return "k", 0
 	default:
-		return "n", "0"
+		return "n", 0
 	}
 }
 

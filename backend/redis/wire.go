@@ -187,6 +187,14 @@ func (t *respSink) arg(a string) {
 	}
 }
 
+func (t *respSink) argInt(n int64) {
+	if t.keys {
+		t.nargs++
+	} else {
+		t.dst = redcon.AppendBulkInt(t.dst, n)
+	}
+}
+
 func (t *respSink) argBytes(a []byte) {
 	if t.keys {
 		t.nargs++
