@@ -1,6 +1,6 @@
 // Package upstream is an event loop's own connection to a store it
 // reaches over the wire (a standalone Redis, through redis.Wire): a store
-// that declares backend.DriveWire. The loop writes a batch's requests to
+// whose opener says backend.DriveWire. The loop writes a batch's requests to
 // it and goes on serving clients; the replies come back as input on that
 // connection, on the same loop, and are read in order. So no goroutine
 // waits on the store, and several batches are on their way at once: Redis
