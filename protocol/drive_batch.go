@@ -72,19 +72,32 @@ func (d *batchDriver) submit(c *conn) {
 		d.queueOffLoop(c)
 		return
 	}
+	d.queueOnLoop(c, d.runOnLoop)
+}
+
+// queueOnLoop adds c's run to the loop's next batch. The round's first run
+// schedules flush, which runs once the loop has served the input that is
+// ready now, with every run submitted meanwhile (takePending).
+func (d *batchDriver) queueOnLoop(c *conn, flush func()) {
 	d.pending = append(d.pending, c)
 	if len(d.pending) == 1 {
-		// Runs once the loop has served the input that is ready now.
-		_ = d.loop.Later(d.runOnLoop)
+		_ = d.loop.Later(flush)
 	}
+}
+
+// takePending returns the runs queued on the loop. The batch keeps that
+// slice until they are resumed: the next round's is new, sized for a
+// round like this one.
+func (d *batchDriver) takePending() []*conn {
+	conns := d.pending
+	d.pending = make([]*conn, 0, 2*len(conns))
+	return conns
 }
 
 // runOnLoop sends the runs submitted meanwhile as one batch and waits for
 // it, at most onLoopBudget.
 func (d *batchDriver) runOnLoop() {
-	conns := d.pending
-	d.pending = make([]*conn, 0, 2*len(conns))
-	b := &storeBatch{batch: newBatch(conns)}
+	b := &storeBatch{batch: newBatch(d.takePending())}
 	b.start(d.srv, d.loop, d, maxCallCmds, true)
 	if !b.wait(d.timer, onLoopBudget) {
 		d.offLoop.Store(true)

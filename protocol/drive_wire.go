@@ -45,17 +45,12 @@ func (w *wireDriver) submit(c *conn) {
 		w.queueOffLoop(c)
 		return
 	}
-	w.pending = append(w.pending, c)
-	if len(w.pending) == 1 {
-		// Runs once the loop has served the input that is ready now.
-		_ = w.loop.Later(w.send)
-	}
+	w.queueOnLoop(c, w.send)
 }
 
 // send writes the runs submitted meanwhile as one batch.
 func (w *wireDriver) send() {
-	conns := w.pending
-	w.pending = make([]*conn, 0, 2*len(conns))
+	conns := w.takePending()
 	if !w.up.Ready() { // the connection went down since they were queued
 		w.queueOffLoop(conns...)
 		return
