@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/floodlog"
 	"github.com/prepkey/prepkey/protocol/resp"
 	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
@@ -197,7 +198,7 @@ func (c *conn) traffic() (closeIt bool) {
 		// loop has room for it: up to pauseAt, where flow stops reading
 		// it. Where it cannot, the inbound limit bounds it.
 		if c.gc.InboundBuffered() > max(minInboundLimit, 2*c.srv.cfg.MaxBulk) {
-			c.srv.flood.Log(logInputFlood, slog.LevelWarn, "closing a client that floods while its commands wait on the store", "id", c.id)
+			c.srv.flood.Log(floodlog.InputFlood, slog.LevelWarn, "closing a client that floods while its commands wait on the store", "id", c.id)
 			return true
 		}
 		c.flow()
@@ -392,7 +393,7 @@ func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) 
 		c.argsBuf = args[:0]
 		c.wide = 0 // the large request at the front, if any, is read
 		if len(args) > 0 && crossProtocol(args[0]) {
-			c.srv.flood.Log(logCrossProtocol, slog.LevelWarn, "possible cross-protocol attack: a client sent "+
+			c.srv.flood.Log(floodlog.CrossProtocol, slog.LevelWarn, "possible cross-protocol attack: a client sent "+
 				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
 				"id", c.id, "addr", c.gc.RemoteAddr().String())
 			c.out.B = c.out.B[:0] // nothing more reaches a browser either
@@ -554,7 +555,7 @@ func (c *conn) unread() bool {
 		limit, why = resp.PreAuthMaxOutput, "closing a client that does not read its replies before AUTH"
 	}
 	if n := c.gc.OutboundBuffered(); n > limit {
-		c.srv.flood.Log(logUnread, slog.LevelWarn, why, "id", c.id, "buffered", n, "limit", limit)
+		c.srv.flood.Log(floodlog.Unread, slog.LevelWarn, why, "id", c.id, "buffered", n, "limit", limit)
 		return true
 	}
 	return false
@@ -573,7 +574,7 @@ func crossProtocol(name []byte) bool {
 // fail answers a protocol error and has the connection closed, as Redis
 // does.
 func (c *conn) fail(msg string) bool {
-	c.srv.flood.Log(logProtocolError, slog.LevelInfo, "closing a client after a protocol error", "id", c.id, "err", msg)
+	c.srv.flood.Log(floodlog.ProtocolError, slog.LevelInfo, "closing a client after a protocol error", "id", c.id, "err", msg)
 	c.out.Failf(commands.ErrProtocol, msg)
 	c.flush()
 	if c.gc.OutboundBuffered() == 0 {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/floodlog"
 	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
 	"github.com/prepkey/prepkey/protocol/upstream"
@@ -127,8 +128,8 @@ type Server struct {
 	stats    *stats.Counters
 	runID    string // INFO's run_id: tells a restart apart
 	// flood logs the lines a client can cause at will, bounded per kind
-	// (floodlog.go).
-	flood *floodLog
+	// (package floodlog).
+	flood *floodlog.Logger
 
 	nextID    atomic.Int64
 	processed atomic.Int64
@@ -163,7 +164,7 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	return &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
 		conns: make(map[*conn]struct{}), drivers: make(map[transport.Loop]driver), connCmds: connCmds,
 		stats: stats.New(connCmdNames(connCmds)), runID: newRunID(),
-		flood: newFloodLog(cfg.Logger, floodEvery, floodBurst)}
+		flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
 }
 
 // driveOf is the one place that decides how PK commands reach the store:
@@ -216,7 +217,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			// instead of dying, as net/http does.
 			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				s.flood.Log(logAccept, slog.LevelWarn, "accept", "err", err, "retry_in", delay)
+				s.flood.Log(floodlog.Accept, slog.LevelWarn, "accept", "err", err, "retry_in", delay)
 				time.Sleep(delay)
 				continue
 			}
@@ -232,7 +233,7 @@ func (s *Server) accept(nc net.Conn, loops transport.Loops) {
 	if n := s.clients.Add(1); s.cfg.MaxClients > 0 && n > int64(s.cfg.MaxClients) {
 		s.clients.Add(-1)
 		s.stats.Rejected.Add(1)
-		s.flood.Log(logMaxClients, slog.LevelWarn, "connection refused: max number of clients reached", "id", s.nextID.Add(1),
+		s.flood.Log(floodlog.MaxClients, slog.LevelWarn, "connection refused: max number of clients reached", "id", s.nextID.Add(1),
 			"remote", nc.RemoteAddr().String(), "maxclients", s.cfg.MaxClients)
 		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = nc.Write(redcon.AppendError(nil, commands.ErrMaxClients.Line()))

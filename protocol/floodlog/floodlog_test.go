@@ -1,4 +1,4 @@
-package protocol
+package floodlog
 
 import (
 	"context"
@@ -54,13 +54,13 @@ func (r *records) snapshot() ([]string, map[string]int) {
 	return append([]string(nil), r.msgs...), n
 }
 
-func TestFloodLogBurstThenSummary(t *testing.T) {
+func TestBurstThenSummary(t *testing.T) {
 	rec := &records{}
-	f := newFloodLog(slog.New(rec), time.Hour, 3) // one window for the whole test
+	f := New(slog.New(rec), time.Hour, 3) // one window for the whole test
 	for range 10 {
-		f.Log(logMaxClients, slog.LevelWarn, "refused")
+		f.Log(MaxClients, slog.LevelWarn, "refused")
 	}
-	f.Log(logCrossProtocol, slog.LevelWarn, "http") // another kind has its own burst
+	f.Log(CrossProtocol, slog.LevelWarn, "http") // another kind has its own burst
 	msgs, _ := rec.snapshot()
 	require.Equal(t, []string{"refused", "refused", "refused", "http"}, msgs)
 
@@ -77,12 +77,12 @@ func TestFloodLogBurstThenSummary(t *testing.T) {
 
 // When a window ends, its summary is logged by the timer without any further
 // event; every event is either a line or counted in a summary.
-func TestFloodLogWindowsAccountForEveryEvent(t *testing.T) {
+func TestWindowsAccountForEveryEvent(t *testing.T) {
 	rec := &records{}
-	f := newFloodLog(slog.New(rec), 20*time.Millisecond, 2)
+	f := New(slog.New(rec), 20*time.Millisecond, 2)
 	const events = 500
 	for i := range events {
-		f.Log(logProtocolError, slog.LevelInfo, "protocol error")
+		f.Log(ProtocolError, slog.LevelInfo, "protocol error")
 		if i%50 == 0 {
 			time.Sleep(5 * time.Millisecond) // spread over a few windows
 		}

@@ -1,4 +1,12 @@
-package protocol
+// Package floodlog is the server's logger for the lines a remote client
+// can have the sidecar write at will, one per connection it opens or
+// closes: each kind (Kind) is bounded to a burst a window, the rest counted
+// and told in one summary line when the window ends.
+//
+// It owns those windows and their summaries only: it may not know
+// connections, sockets or the store, and it counts nothing for INFO or the
+// metrics (package stats counts every event; only the log is cut).
+package floodlog
 
 import (
 	"context"
@@ -8,68 +16,68 @@ import (
 	"time"
 )
 
-// logKind is a kind of log line that a remote client can have the sidecar
+// Kind is a kind of log line that a remote client can have the sidecar
 // write at will, one per connection it opens or closes: refused at
 // max-clients, an HTTP request, a protocol error, not reading its replies,
 // flooding. Each went to the log in full: 11.5 MB in 5 s from one client
-// opening connections past --max-clients (issue 23, N5). floodLog bounds
+// opening connections past --max-clients (issue 23, N5). Logger bounds
 // them per kind.
-type logKind uint8
+type Kind uint8
 
 const (
-	logMaxClients    logKind = iota // a connection refused at --max-clients
-	logCrossProtocol                // an HTTP request on the RESP port
-	logProtocolError                // a connection closed after a protocol error
-	logUnread                       // a client closed for not reading its replies
-	logInputFlood                   // a client closed for flooding while its commands wait
-	logAccept                       // accept failing, out of descriptors
-	numLogKinds
+	MaxClients    Kind = iota // a connection refused at --max-clients
+	CrossProtocol             // an HTTP request on the RESP port
+	ProtocolError             // a connection closed after a protocol error
+	Unread                    // a client closed for not reading its replies
+	InputFlood                // a client closed for flooding while its commands wait
+	Accept                    // accept failing, out of descriptors
+	numKinds
 )
 
-func (k logKind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case logMaxClients:
+	case MaxClients:
 		return "max_clients"
-	case logCrossProtocol:
+	case CrossProtocol:
 		return "cross_protocol"
-	case logProtocolError:
+	case ProtocolError:
 		return "protocol_error"
-	case logUnread:
+	case Unread:
 		return "unread_replies"
-	case logInputFlood:
+	case InputFlood:
 		return "input_flood"
-	case logAccept:
+	case Accept:
 		return "accept"
 	}
 	return "unknown"
 }
 
-// Per kind, the first floodBurst lines of each floodEvery are logged; the
+// Per kind, the first Burst lines of each Every are logged; the
 // rest of that second are counted, and told in one line when it ends:
 // "suppressed K similar lines (kind) in the last 1s". So an attack costs
-// at most floodBurst+1 lines a second per kind (about 2 KB), and the first
+// at most Burst+1 lines a second per kind (about 2 KB), and the first
 // lines of every second still show who (remote, id). The counters (INFO's
 // rejected_connections, metrics) count every event; only the log is cut.
 const (
-	floodEvery = time.Second
-	floodBurst = 10
+	Every = time.Second
+	Burst = 10
 )
 
-// floodLog is the server's logger for the kinds of lines above: a fixed
+// Logger is the server's logger for the kinds of lines above: a fixed
 // window per kind, rather than a token bucket (golang.org/x/time/rate),
 // since the summary is of a window ("in the last 1s") and a bucket would
 // need the same window kept beside it.
-type floodLog struct {
+type Logger struct {
 	log   *slog.Logger
 	every time.Duration
 	burst int
 
 	mu    sync.Mutex
-	kinds [numLogKinds]floodWindow
+	kinds [numKinds]window
 }
 
-// floodWindow is one kind's current window.
-type floodWindow struct {
+// window is one kind's current window.
+type window struct {
 	start      time.Time
 	lines      int // events in the window, logged or not
 	suppressed int // events not logged and not yet told
@@ -77,13 +85,15 @@ type floodWindow struct {
 	timer      *time.Timer // tells the suppressed lines when the window ends
 }
 
-func newFloodLog(log *slog.Logger, every time.Duration, burst int) *floodLog {
-	return &floodLog{log: log, every: every, burst: burst}
+// New returns a Logger that writes to log the first burst lines of each
+// kind in every window of every (the server's: Every, Burst).
+func New(log *slog.Logger, every time.Duration, burst int) *Logger {
+	return &Logger{log: log, every: every, burst: burst}
 }
 
 // Log logs a line of kind at level, unless the kind has had its burst in
 // this window: then it is counted for the window's summary.
-func (f *floodLog) Log(kind logKind, level slog.Level, msg string, args ...any) {
+func (f *Logger) Log(kind Kind, level slog.Level, msg string, args ...any) {
 	if !f.log.Enabled(context.Background(), level) {
 		return
 	}
@@ -97,7 +107,7 @@ func (f *floodLog) Log(kind logKind, level slog.Level, msg string, args ...any) 
 			w.timer.Stop()
 		}
 		late, lateLevel = w.suppressed, w.level
-		*w = floodWindow{start: now}
+		*w = window{start: now}
 	}
 	w.lines++
 	logIt := w.lines <= f.burst
@@ -119,7 +129,7 @@ func (f *floodLog) Log(kind logKind, level slog.Level, msg string, args ...any) 
 }
 
 // tell logs the summary of the window that began at start, when it ends.
-func (f *floodLog) tell(kind logKind, start time.Time) {
+func (f *Logger) tell(kind Kind, start time.Time) {
 	f.mu.Lock()
 	w := &f.kinds[kind]
 	if !w.start.Equal(start) { // a later window's first line told it
@@ -135,8 +145,8 @@ func (f *floodLog) tell(kind logKind, start time.Time) {
 }
 
 // Flush tells every kind's suppressed lines now (at shutdown).
-func (f *floodLog) Flush() {
-	for k := range numLogKinds {
+func (f *Logger) Flush() {
+	for k := range numKinds {
 		f.mu.Lock()
 		w := &f.kinds[k]
 		if w.timer != nil {
@@ -151,7 +161,7 @@ func (f *floodLog) Flush() {
 	}
 }
 
-func (f *floodLog) summary(kind logKind, level slog.Level, n int) {
+func (f *Logger) summary(kind Kind, level slog.Level, n int) {
 	f.log.Log(context.Background(), level,
 		fmt.Sprintf("suppressed %d similar lines (%s) in the last %s", n, kind, f.every),
 		"kind", kind.String(), "suppressed", n)
