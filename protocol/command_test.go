@@ -9,35 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/prepkey/prepkey/protocol/cmddocs"
 )
-
-// TestEveryCommandHasDocs holds every command and subcommand that COMMAND
-// lists to an entry in package cmddocs: without one, redis-cli has no hint and
-// no help for it. The v2 PK commands are documented before their specs
-// land, so that they are listed with docs the day they are.
-func TestEveryCommandHasDocs(t *testing.T) {
-	list := allCommands(connCommandTable())
-	if len(list) == 0 {
-		t.Fatal("COMMAND lists nothing")
-	}
-	check := func(name string) {
-		if !cmddocs.Complete(name) {
-			t.Errorf("%s: listed by COMMAND, no docs (summary, since, group, complexity) in package cmddocs", name)
-		}
-	}
-	for _, ci := range list {
-		check(ci.name)
-		for _, s := range ci.subs {
-			check(s.name)
-		}
-	}
-	for _, name := range []string{"pk.prepare", "pk.get", "pk.getvalue", "pk.rollback", "pk.reprepare", "pk.mprepare", "pk.scan",
-		"multi", "exec", "discard", "watch", "unwatch"} {
-		check(name)
-	}
-}
 
 // TestClientListRace has connections on two loops rename themselves while
 // others list them (run with -race: CLIENT LIST reads other loops'

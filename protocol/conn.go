@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/conncmd"
 	"github.com/prepkey/prepkey/protocol/floodlog"
 	"github.com/prepkey/prepkey/protocol/resp"
 	"github.com/prepkey/prepkey/protocol/stats"
@@ -31,8 +32,6 @@ type conn struct {
 	out     resp.Writer
 	id      int64
 	authed  bool
-	name    string
-	lib     [2]string // CLIENT SETINFO lib-name, lib-ver
 	st      connState // its phase and whether it is read (conn_state.go)
 	tx      tx        // between MULTI and EXEC (transaction.go)
 
@@ -43,14 +42,14 @@ type conn struct {
 	refused   string
 	refusedAt int
 
-	// What CLIENT LIST shows of the connection (client.go): name, lib and
-	// proto change under metaMu, since another loop may read them; the
-	// socket's are set once, before the handle is published.
+	// What CLIENT LIST shows of the connection (conncmd_env.go): meta
+	// changes under metaMu, since another loop may read it; the socket's
+	// are set once, before the handle is published.
 	addr, laddr string
 	fd          int
 	unix        bool
 	metaMu      sync.Mutex
-	proto       int          // 2, or 3 after HELLO 3 (0: never said, 2)
+	meta        conncmd.Meta // what the client says of itself: name, library, protocol
 	created     int64        // Unix seconds
 	lastInput   atomic.Int64 // Unix seconds of the last input
 
@@ -757,7 +756,7 @@ func (c *conn) dispatch(args [][]byte) {
 }
 
 func (c *conn) answer(args [][]byte) {
-	if !c.authed && !allowedBeforeAuth(args[0]) {
+	if !c.authed && !conncmd.AllowedBeforeAuth(args[0]) {
 		c.out.Fail(commands.ErrNoAuth)
 		return
 	}

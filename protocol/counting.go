@@ -2,8 +2,6 @@ package protocol
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"math"
 	"time"
 
@@ -26,15 +24,6 @@ func (s *Server) Stats() stats.Snapshot {
 	snap.Backend = s.cfg.Backend
 	snap.Version = s.cfg.Version
 	return snap
-}
-
-// connCmdNames are the names of the connection commands, for the counters.
-func connCmdNames(connCmds map[string]connCmd) []string {
-	names := make([]string, 0, len(connCmds))
-	for name := range connCmds {
-		names = append(names, name)
-	}
-	return names
 }
 
 // pendingNote is n commands of one kind and one outcome answered, one
@@ -150,13 +139,6 @@ func recordRuns(conns []*conn, replies []commands.Reply) {
 			c.stats.RecordN(int(run.idx), run.o, uint64(run.n), took)
 		}
 	}
-}
-
-// newRunID is a random 40-hex-digit id, as Redis's run_id.
-func newRunID() string {
-	var b [20]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // noteQueued counts a command read inside MULTI: EXEC, DISCARD and the

@@ -4,8 +4,6 @@ package protocol
 
 import (
 	"fmt"
-	"syscall"
-	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
@@ -68,13 +66,4 @@ func newLink(s *Server, loop transport.Loop) link {
 		Up:      &s.stats.UpstreamsUp,
 		Closing: s.closing.Load,
 	})
-}
-
-// cpuSeconds is the CPU time the process has used, user and system.
-func cpuSeconds() (user, sys float64) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds()
 }

@@ -1,8 +1,8 @@
 // Package protocol serves the Redis protocol (RESP2, and RESP3 after
 // HELLO 3) on redcon's reader: it owns connections and their state (conn.go),
-// AUTH and the connection commands a Redis client expects (conncmds.go,
-// client.go, command.go, info.go; what COMMAND DOCS says in package
-// cmddocs), MULTI/EXEC (transaction.go),
+// how they run AUTH and the other connection commands a Redis client
+// expects, which package conncmd answers, and what those see of them
+// (conncmd_env.go), MULTI/EXEC (transaction.go),
 // limits and pipelining, and the drivers that take runs of PK commands to
 // the store in batches (scheduler.go, drive_*.go, batch.go; bounded by
 // package watchdog). It hands PK commands to package commands and counts
@@ -35,6 +35,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/conncmd"
 	"github.com/prepkey/prepkey/protocol/floodlog"
 	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
@@ -123,10 +124,9 @@ type Server struct {
 	drive   backend.Drive
 	backend Pinger
 	started time.Time
-	// connCmds is the table of connection commands.
-	connCmds map[string]connCmd
+	// connCmds is the table of connection commands (conncmd_env.go).
+	connCmds *conncmd.Table
 	stats    *stats.Counters
-	runID    string // INFO's run_id: tells a restart apart
 	// flood logs the lines a client can cause at will, bounded per kind
 	// (package floodlog).
 	flood *floodlog.Logger
@@ -157,14 +157,15 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	if cfg.MaxBulk == 0 {
 		cfg.MaxBulk = 1 << 20
 	}
-	connCmds := connCommandTable()
 	if cfg.BackendTimeout <= 0 {
 		cfg.BackendTimeout = 2 * time.Second
 	}
-	return &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
-		conns: make(map[*conn]struct{}), drivers: make(map[transport.Loop]driver), connCmds: connCmds,
-		stats: stats.New(connCmdNames(connCmds)), runID: newRunID(),
+	s := &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
+		conns: make(map[*conn]struct{}), drivers: make(map[transport.Loop]driver),
 		flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
+	s.connCmds = newConnCmds(s)
+	s.stats = stats.New(s.connCmds.Names())
+	return s
 }
 
 // driveOf is the one place that decides how PK commands reach the store:

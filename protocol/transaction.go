@@ -112,7 +112,7 @@ func (c *conn) queue(args [][]byte) {
 		return
 	case "quit": // Redis does not queue QUIT either
 		c.endTx()
-		c.quitCmd(args)
+		c.runConnCmd(args)
 		return
 	}
 	if c.srv.handler.IsPK(args[0]) {
@@ -120,7 +120,7 @@ func (c *conn) queue(args [][]byte) {
 			c.refuse(r)
 			return
 		}
-	} else if _, refusal, found := c.srv.lookupConnCmd(args); !found {
+	} else if _, refusal, found := c.srv.connCmds.Lookup(args); !found {
 		c.refuse(commands.UnknownCommand(args))
 		return
 	} else if refusal.Err != commands.NoError {
@@ -239,8 +239,7 @@ func (c *conn) answerBlock(t tx, pk [][][]byte, replies []commands.Reply, abort 
 			}
 			// Already off the loop: even a command that waits on the
 			// backend (INFO) runs here, in its place in the reply.
-			cmd, _, _ := c.srv.lookupConnCmd(args)
-			cmd.run(c, args)
+			c.runConnCmd(args)
 		}
 	}
 	c.srv.txBytes.Add(-t.held)

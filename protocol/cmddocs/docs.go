@@ -3,7 +3,7 @@
 // and how COMMAND DOCS writes it.
 //
 // It owns that table only: it may not know connections, the store, or which
-// commands the server answers (package protocol lists those and asks here
+// commands the server answers (package conncmd lists those and asks here
 // for their docs).
 package cmddocs
 

@@ -1,4 +1,4 @@
-package protocol
+package conncmd
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ type commandInfo struct {
 // allCommands lists every command the server answers, by name: the PK
 // commands and the connection commands, each container with its
 // subcommands.
-func allCommands(connCmds map[string]connCmd) []commandInfo {
+func allCommands(connCmds map[string]Cmd) []commandInfo {
 	var list []commandInfo
 	for _, s := range commands.Specs() {
 		flags := []string{"readonly", "fast"}
@@ -31,9 +31,9 @@ func allCommands(connCmds map[string]connCmd) []commandInfo {
 		list = append(list, infoOf(s.Name, s.Arity, flags))
 	}
 	for name, cmd := range connCmds {
-		ci := infoOf(name, cmd.arity, []string{"fast"})
-		for sub, sc := range cmd.subs {
-			ci.subs = append(ci.subs, infoOf(name+"|"+sub, sc.arity, []string{"fast"}))
+		ci := infoOf(name, cmd.Arity, []string{"fast"})
+		for sub, sc := range cmd.Subs {
+			ci.subs = append(ci.subs, infoOf(name+"|"+sub, sc.Arity, []string{"fast"}))
 		}
 		slices.SortFunc(ci.subs, byName)
 		list = append(list, ci)
@@ -101,71 +101,82 @@ func writeCommandInfo(w *resp.Writer, ci commandInfo) {
 }
 
 // commandSubs are COMMAND's subcommands; COMMAND alone is commandAll.
-func commandSubs() map[string]connCmd {
-	return map[string]connCmd{
-		"count": {arity: 2, run: (*conn).commandCount},
-		"list":  {arity: -2, run: (*conn).commandList},
-		"docs":  {arity: -2, run: (*conn).commandDocs},
-		"info":  {arity: -2, run: (*conn).commandInfo},
-		"help":  {arity: 2, run: (*conn).commandHelp},
+func (t *Table) commandSubs() map[string]Cmd {
+	return map[string]Cmd{
+		"count": {Arity: 2, Run: t.commandCount},
+		"list":  {Arity: -2, Run: t.commandList},
+		"docs":  {Arity: -2, Run: t.commandDocs},
+		"info":  {Arity: -2, Run: t.commandInfo},
+		"help":  {Arity: 2, Run: commandHelp},
 	}
 }
 
 // COMMAND
-func (c *conn) commandAll([][]byte) {
-	list := allCommands(c.srv.connCmds)
-	c.out.Array(len(list))
+func (t *Table) commandAll(c Conn, _ [][]byte) {
+	w := c.Out()
+	list := allCommands(t.cmds)
+	w.Array(len(list))
 	for _, ci := range list {
-		writeCommandInfo(&c.out, ci)
+		writeCommandInfo(w, ci)
 	}
 }
 
 // COMMAND COUNT: the top-level commands, as in Redis.
-func (c *conn) commandCount([][]byte) {
-	c.out.Int(int64(len(allCommands(c.srv.connCmds))))
+func (t *Table) commandCount(c Conn, _ [][]byte) {
+	c.Out().Int(int64(len(allCommands(t.cmds))))
 }
 
 // COMMAND LIST: every command and subcommand. FILTERBY is not supported.
-func (c *conn) commandList(args [][]byte) {
+func (t *Table) commandList(c Conn, args [][]byte) {
+	w := c.Out()
 	if len(args) > 2 {
-		c.out.Fail(commands.ErrSyntax)
+		w.Fail(commands.ErrSyntax)
 		return
 	}
+	names := t.List()
+	w.Array(len(names))
+	for _, n := range names {
+		w.BulkString(n)
+	}
+}
+
+// List is every command the server answers and every subcommand
+// ("client|list"), as COMMAND LIST answers.
+func (t *Table) List() []string {
 	var names []string
-	for _, ci := range allCommands(c.srv.connCmds) {
+	for _, ci := range allCommands(t.cmds) {
 		names = append(names, ci.name)
 		for _, s := range ci.subs {
 			names = append(names, s.name)
 		}
 	}
-	c.out.Array(len(names))
-	for _, n := range names {
-		c.out.BulkString(n)
-	}
+	return names
 }
 
 // COMMAND INFO [name ...]: nil for a name it does not know.
-func (c *conn) commandInfo(args [][]byte) {
+func (t *Table) commandInfo(c Conn, args [][]byte) {
 	if len(args) == 2 {
-		c.commandAll(args)
+		t.commandAll(c, args)
 		return
 	}
-	list := allCommands(c.srv.connCmds)
-	c.out.Array(len(args) - 2)
+	w := c.Out()
+	list := allCommands(t.cmds)
+	w.Array(len(args) - 2)
 	for _, n := range args[2:] {
 		ci, ok := lookupCommand(list, string(n))
 		if !ok {
-			c.out.Null()
+			w.Null()
 			continue
 		}
-		writeCommandInfo(&c.out, ci)
+		writeCommandInfo(w, ci)
 	}
 }
 
 // COMMAND DOCS [name ...]: a map of name to docs, leaving out the names it
 // does not know, as Redis does.
-func (c *conn) commandDocs(args [][]byte) {
-	list := allCommands(c.srv.connCmds)
+func (t *Table) commandDocs(c Conn, args [][]byte) {
+	w := c.Out()
+	list := allCommands(t.cmds)
 	var found []commandInfo
 	if len(args) == 2 {
 		found = list
@@ -175,21 +186,21 @@ func (c *conn) commandDocs(args [][]byte) {
 			found = append(found, ci)
 		}
 	}
-	c.out.MapHeader(len(found))
+	w.MapHeader(len(found))
 	for _, ci := range found {
-		c.out.BulkString(ci.name)
+		w.BulkString(ci.name)
 		var subs []string
 		for _, s := range ci.subs {
 			subs = append(subs, s.name)
 		}
-		cmddocs.Write(&c.out, ci.name, subs)
+		cmddocs.Write(w, ci.name, subs)
 	}
 }
 
 // COMMAND HELP: Redis's text, less the subcommands prepkey does not have
 // (GETKEYS, GETKEYSANDFLAGS, LIST's FILTERBY).
-func (c *conn) commandHelp([][]byte) {
-	help(&c.out, "COMMAND",
+func commandHelp(c Conn, _ [][]byte) {
+	help(c.Out(), "COMMAND",
 		"(no subcommand)",
 		"    Return details about all Redis commands.",
 		"COUNT",
