@@ -10,10 +10,5 @@ func (s *Server) startLoops() (transport.Loops, error) {
 	return transport.StartPortable(s.closing.Load), nil
 }
 
-// newLink: a loop's own connection to a store (package upstream) needs
-// gnet. On wasip1 no store is reached so (WASI preview 1 cannot connect),
-// and the portable transport has no loop driver to hold one.
-func newLink(*Server, transport.Loop) link { return nil }
-
 // cpuSeconds: WASI has no getrusage; INFO shows 0.
 func cpuSeconds() (user, sys float64) { return 0, 0 }
