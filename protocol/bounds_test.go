@@ -8,18 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prepkey/prepkey/protocol/scheduler"
 	"github.com/prepkey/prepkey/protocol/transport"
 	"github.com/stretchr/testify/require"
 )
 
-// TestLoopBound: more deep pipelines on one loop than maxLoopCmds lets
+// TestLoopBound: more deep pipelines on one loop than MaxLoopCmds lets
 // under way at once. The connections past it are parked and served in turn:
 // each gets every reply in order, and afterwards the loop's count of
 // commands under way is back to zero with no connection left parked.
 func TestLoopBound(t *testing.T) {
 	_, addr, srv := serveWire(t, Config{}, 5*time.Second)
-	const clients, each = 6, 5000 // 6 runs of maxRunCmds > maxLoopCmds
-	require.Greater(t, clients*maxRunCmds, maxLoopCmds)
+	const clients, each = 6, 5000 // 6 runs of maxRunCmds > MaxLoopCmds
+	require.Greater(t, clients*maxRunCmds, scheduler.MaxLoopCmds)
 	conns := make([]*lineReader, clients)
 	for i := range conns {
 		conns[i] = dialLines(t, addr)
@@ -56,12 +57,9 @@ func TestLoopBound(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ds := batchDrivers(srv)
-	require.Len(t, ds, 1)
-	b := ds[0]
-	state := make(chan [2]int, 1)
-	_ = b.loop.Later(func() { state <- [2]int{b.queued, len(b.parked)} })
-	require.Equal(t, [2]int{0, 0}, <-state, "commands under way, connections parked")
+	gs := batchGauges(srv)
+	require.Len(t, gs, 1)
+	require.Equal(t, [2]int{0, 0}, [2]int{gs[0].UnderWay, gs[0].Parked}, "commands under way, connections parked")
 }
 
 // TestReadPause: the loop can stop reading a connection (transport/pause_linux.go

@@ -13,6 +13,7 @@ import (
 	"github.com/prepkey/prepkey/protocol/conncmd"
 	"github.com/prepkey/prepkey/protocol/floodlog"
 	"github.com/prepkey/prepkey/protocol/resp"
+	"github.com/prepkey/prepkey/protocol/scheduler"
 	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
 )
@@ -23,10 +24,10 @@ import (
 // goroutine's: offload).
 type conn struct {
 	srv     *Server
-	gc      transport.IO   // gnet's Conn, or the portable transport's (package transport)
-	loop    transport.Loop // the connection's event loop
-	drv     driver         // how its runs reach the store (scheduler.go)
-	inline  bool           // PK commands are answered on the loop (drv.onLoop)
+	gc      transport.IO     // gnet's Conn, or the portable transport's (package transport)
+	loop    transport.Loop   // the connection's event loop
+	drv     scheduler.Driver // how its runs reach the store (package scheduler)
+	inline  bool             // PK commands are answered on the loop (drv.OnLoop)
 	guard   resp.FramingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
 	out     resp.Writer
@@ -160,7 +161,7 @@ func (c *conn) Open(io transport.IO, loop transport.Loop, h transport.Handle, fd
 	// One set of counters for all (they are atomic): one a connection
 	// would grow with every connection ever served.
 	c.stats = c.srv.stats.ForLoop(nil)
-	c.useDriver(c.srv.driverFor(nil)) // no loop of its own to wait on a batch
+	c.useDriver(c.srv.drivers.For(nil)) // no loop of its own to wait on a batch
 }
 
 // Traffic is traffic, for the portable transport (transport.Served).
@@ -406,7 +407,7 @@ func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) 
 			c.queue(args)
 			c.noteQueued(args[0], at, errs)
 		case c.batched(args[0]):
-			if !c.drv.admit(c) {
+			if !c.drv.Admit(c) {
 				// The loop has enough at the store: this connection
 				// waits, parked, its input unread, until some is
 				// answered.
@@ -520,10 +521,10 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 		c.noteQueued(args[0], at, errs)
 	case c.authed && c.srv.handler.IsPK(args[0]):
 		// A run even where PK commands are answered on the loop
-		// (inlineDriver): it leaves the loop, so that other clients do
+		// (DriveInline): it leaves the loop, so that other clients do
 		// not wait on its megabytes. The connection is at the store
 		// meanwhile, so its replies keep their order.
-		if !c.drv.admit(c) {
+		if !c.drv.Admit(c) {
 			c.big = args
 			return bigParked, false
 		}
@@ -674,11 +675,11 @@ func (c *conn) keep(args [][]byte) {
 func (c *conn) toStore() {
 	c.srv.processed.Add(int64(len(c.runArgs)))
 	c.goBusy(len(c.runArgs))
-	c.drv.submit(c)
+	c.drv.Submit(c)
 }
 
 // useDriver sets how the connection's runs reach the store (OnOpen, Open).
-func (c *conn) useDriver(d driver) { c.drv, c.inline = d, d.onLoop() }
+func (c *conn) useDriver(d scheduler.Driver) { c.drv, c.inline = d, d.OnLoop() }
 
 // offload runs work that may wait on the backend on a goroutine, so that
 // the loop goes on serving other connections, then resumes the connection
@@ -711,7 +712,7 @@ func (c *conn) resumeLater() {
 // resume goes on serving the connection once its store work is done.
 func (c *conn) resume() {
 	if n := c.st.back(); n > 0 {
-		c.drv.landed(n) // may serve parked connections first
+		c.drv.Landed(n) // may serve parked connections first
 	}
 	if cap(c.runRaw) > 1<<20 || c.bigRun {
 		// do not pin a burst's copy for the connection's life

@@ -41,7 +41,7 @@ const (
 	// meanwhile out and the run belong to that work.
 	atStore
 	// parked: it waits, its input unread, for its driver to have room
-	// (driver.admit); driver.landed serves it again.
+	// (Driver.Admit, package scheduler); Driver.Landed serves it again.
 	parked
 	// draining: it reads nothing more and is closed once its replies are
 	// written (conn.closeWhenWritten).

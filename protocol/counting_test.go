@@ -311,7 +311,7 @@ func readBulk(t *testing.T, c *infoClient) string {
 
 // TestInfoCountsRuns: a pipeline of commands that go to the store, of two
 // kinds and mixed outcomes, is counted command by command, latencies
-// included (recordRuns counts a run's like commands together).
+// included (recordRun counts a run's like commands together).
 func TestInfoCountsRuns(t *testing.T) {
 	st := failingGets{memory.New(backend.Options{})}
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)

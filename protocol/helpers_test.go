@@ -3,6 +3,8 @@ package protocol
 import (
 	"strconv"
 	"strings"
+
+	"github.com/prepkey/prepkey/protocol/scheduler"
 )
 
 // req is one request in RESP, as a client sends it.
@@ -15,31 +17,17 @@ func req(args ...string) string {
 	return b.String()
 }
 
-// batchDrivers is each loop's batch driver (a wire driver's own included).
-func batchDrivers(srv *Server) []*batchDriver {
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	var ds []*batchDriver
-	for _, d := range srv.drivers {
-		switch d := d.(type) {
-		case *batchDriver:
-			ds = append(ds, d)
-		case *wireDriver:
-			ds = append(ds, d.batchDriver)
-		}
-	}
-	return ds
-}
+// batchGauges is the gauges of each loop's driver that batches (a wire
+// driver's included), each read on its loop.
+func batchGauges(srv *Server) []scheduler.Gauge { return srv.drivers.Gauges() }
 
-// wireDrivers is each loop's wire driver.
-func wireDrivers(srv *Server) []*wireDriver {
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	var ds []*wireDriver
-	for _, d := range srv.drivers {
-		if w, ok := d.(*wireDriver); ok {
-			ds = append(ds, w)
+// wireGauges is the gauges of each loop's wire driver.
+func wireGauges(srv *Server) []scheduler.Gauge {
+	var gs []scheduler.Gauge
+	for _, g := range srv.drivers.Gauges() {
+		if g.Wire {
+			gs = append(gs, g)
 		}
 	}
-	return ds
+	return gs
 }

@@ -3,8 +3,6 @@
 package protocol
 
 import (
-	"fmt"
-
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/prepkey/prepkey/protocol/transport"
@@ -35,7 +33,7 @@ func (c *conn) OnOpen(gc gnet.Conn) gnet.Action {
 	epfd, can := transport.PollerFD(gc)
 	c.epfd = epfd
 	c.st.pausable(can)
-	c.useDriver(c.srv.driverFor(c.loop))
+	c.useDriver(c.srv.drivers.For(c.loop))
 	c.stats = c.srv.stats.ForLoop(c.loop)
 	if c.srv.closing.Load() {
 		return gnet.Close
@@ -54,16 +52,3 @@ func (c *conn) OnTraffic(gnet.Conn) gnet.Action {
 // OnClose: late results for the connection are dropped; the server
 // forgets it.
 func (c *conn) OnClose(gnet.Conn, error) { c.Closed() }
-
-// newLink makes loop's own connection to a store driven backend.DriveWire.
-func newLink(s *Server, loop transport.Loop) link {
-	return upstream.New(upstream.Config{
-		Wire:    s.cfg.Wire,
-		Handler: s.handler,
-		Loop:    loop.(transport.GnetLoop).EventLoop,
-		Name:    fmt.Sprintf("loop-%d", s.stats.UpstreamSeq.Add(1)),
-		Logger:  s.cfg.Logger,
-		Up:      &s.stats.UpstreamsUp,
-		Closing: s.closing.Load,
-	})
-}

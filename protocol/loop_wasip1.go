@@ -9,8 +9,3 @@ import "github.com/prepkey/prepkey/protocol/transport"
 func (s *Server) startLoops() (transport.Loops, error) {
 	return transport.StartPortable(s.closing.Load), nil
 }
-
-// newLink: a loop's own connection to a store (package upstream) needs
-// gnet. On wasip1 no store is reached so (WASI preview 1 cannot connect),
-// and the portable transport has no loop driver to hold one.
-func newLink(*Server, transport.Loop) link { return nil }

@@ -3,10 +3,10 @@
 // how they run AUTH and the other connection commands a Redis client
 // expects, which package conncmd answers, and what those see of them
 // (conncmd_env.go), MULTI/EXEC (transaction.go),
-// limits and pipelining, and the drivers that take runs of PK commands to
-// the store in batches (scheduler.go, drive_*.go, batch.go; bounded by
-// package watchdog). It hands PK commands to package commands and counts
-// into package stats (counting.go).
+// limits and pipelining, and a connection's run of PK commands as its
+// loop's driver sees it (run.go; the drivers, which take runs to the store
+// in batches, are package scheduler). It hands PK commands to package
+// commands and counts into package stats (counting.go).
 //
 // It may not move bytes on sockets or run event loops (package transport),
 // frame or write RESP by hand (package resp), spell an error reply (the
@@ -17,7 +17,7 @@
 // writes, with no goroutine per connection. A request costs a read and a
 // write, where a goroutine per connection also paid a read that finds the
 // socket empty, a park and a wake-up; at pipeline 1 that was half the CPU.
-// Commands that wait on a backend go to it in batches (see driver).
+// Commands that wait on a backend go to it in batches (package scheduler).
 package protocol
 
 import (
@@ -37,6 +37,7 @@ import (
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/conncmd"
 	"github.com/prepkey/prepkey/protocol/floodlog"
+	"github.com/prepkey/prepkey/protocol/scheduler"
 	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
 	"github.com/prepkey/prepkey/protocol/upstream"
@@ -92,7 +93,7 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Drive is how PK commands are to reach the store, as its opener says
 	// (cmd/sidecar); the Server decides every PK command's path from it
-	// (driveOf). The zero value is backend.DriveCalls.
+	// (scheduler.New). The zero value is backend.DriveCalls.
 	Drive backend.Drive
 	// Wire is how each event loop reaches a store driven
 	// backend.DriveWire over a connection of its own (package upstream);
@@ -119,9 +120,9 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	handler Handler
-	// drive is how PK commands reach the store (driveOf), decided once;
-	// only driverFor reads it.
-	drive   backend.Drive
+	// drivers take the runs of PK commands to the store, one per loop
+	// (package scheduler: it decides their path, once).
+	drivers *scheduler.Drivers
 	backend Pinger
 	started time.Time
 	// connCmds is the table of connection commands (conncmd_env.go).
@@ -137,12 +138,11 @@ type Server struct {
 	closing   atomic.Bool
 	txBytes   atomic.Int64 // held by open transactions' queues (MaxTxMemory)
 
-	mu      sync.Mutex
-	ln      net.Listener
-	loops   transport.Loops // the event loops; gnet's client mode serves accepted conns
-	conns   map[*conn]struct{}
-	drivers map[transport.Loop]driver // each loop's (driverFor)
-	open    sync.WaitGroup            // one per connection until its loop closes it
+	mu    sync.Mutex
+	ln    net.Listener
+	loops transport.Loops // the event loops; gnet's client mode serves accepted conns
+	conns map[*conn]struct{}
+	open  sync.WaitGroup // one per connection until its loop closes it
 }
 
 // New returns a Server that runs PK commands with handler and reports the
@@ -160,28 +160,13 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	if cfg.BackendTimeout <= 0 {
 		cfg.BackendTimeout = 2 * time.Second
 	}
-	s := &Server{cfg: cfg, handler: handler, drive: driveOf(cfg, handler), backend: backend, started: time.Now(),
-		conns: make(map[*conn]struct{}), drivers: make(map[transport.Loop]driver),
-		flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
+	s := &Server{cfg: cfg, handler: handler, backend: backend, started: time.Now(),
+		conns: make(map[*conn]struct{}), flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
 	s.connCmds = newConnCmds(s)
 	s.stats = stats.New(s.connCmds.Names())
+	s.drivers = scheduler.New(scheduler.Config{Drive: cfg.Drive, Store: handler, Wire: cfg.Wire,
+		BackendTimeout: cfg.BackendTimeout, Stats: s.stats, Logger: cfg.Logger, Closing: s.closing.Load})
 	return s
-}
-
-// driveOf is the one place that decides how PK commands reach the store:
-// as the store's opener says (Config.Drive), except that DriveWire without
-// a Config.Wire is driven backend.DriveBatch, its path while the loop's
-// connection is down. driverFor (scheduler.go) reads Server.drive, once
-// per loop, to choose the driver of its runs.
-func driveOf(cfg Config, h Handler) backend.Drive {
-	if h == nil { // a Server that only counts (tests)
-		return backend.DriveCalls
-	}
-	d := cfg.Drive
-	if d == backend.DriveWire && cfg.Wire == nil {
-		d = backend.DriveBatch
-	}
-	return d
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -302,12 +287,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if loops != nil {
 		_ = loops.Stop() // closes what is still open
 	}
-	s.mu.Lock()
-	for _, d := range s.drivers {
-		d.close()
-	}
-	clear(s.drivers)
-	s.mu.Unlock()
+	s.drivers.Close()
 	s.flood.Flush() // the lines suppressed in the last window are told
 	return err
 }

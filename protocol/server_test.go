@@ -17,6 +17,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/scheduler"
 )
 
 // echoHandler answers "PK.ECHO n" with :n, from the event loop (inline) or
@@ -219,7 +220,7 @@ func assertNoError(t *testing.T, err error) bool {
 // the store, the runs of 15 other clients are queued (the test waits until
 // the batch driver holds all of them), then go in one Batch.
 func TestBatchesJoinClients(t *testing.T) {
-	h := &echoHandler{batches: true, delay: 2 * onLoopBudget}
+	h := &echoHandler{batches: true, delay: 2 * scheduler.OnLoopBudget}
 	addr, srv := serveServer(t, Config{}, h)
 	const clients = 16
 	conns := make([]net.Conn, clients)
@@ -261,11 +262,8 @@ func TestBatchesJoinClients(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Eventually(t, func() bool {
-		for _, b := range batchDrivers(srv) {
-			b.mu.Lock()
-			n := len(b.queue)
-			b.mu.Unlock()
-			return n == clients-1
+		for _, g := range batchGauges(srv) {
+			return g.OffQueue == clients-1
 		}
 		return false
 	}, 10*time.Second, time.Millisecond, "the other clients' runs are queued")
@@ -414,15 +412,10 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 		c.send(req("PING"))
 		c.expect("+PONG\r\n")
 	}
-	ds := batchDrivers(srv)
-	require.Len(t, ds, 1) // one loop: a and b share it
-	bt := ds[0]
-	require.False(t, bt.offLoop.Load())
-	queued := func() int {
-		bt.mu.Lock()
-		defer bt.mu.Unlock()
-		return len(bt.queue)
-	}
+	require.Len(t, batchGauges(srv), 1) // one loop: a and b share it
+	gauge := func() scheduler.Gauge { return batchGauges(srv)[0] }
+	require.False(t, gauge().OffLoop)
+	queued := func() int { return gauge().OffQueue }
 
 	// A batch on the loop, held at the store: the loop stops waiting for
 	// it after the budget and answers b; the next batches go off the loop.
@@ -437,10 +430,10 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 	b.send(req("PING"))
 	b.expect("+PONG\r\n") // the loop is free while a's batch waits
 	// The loop set it before it read b's PING: it had left a's batch.
-	require.True(t, bt.offLoop.Load(), "a batch held past the budget sends the next ones off the loop")
+	require.True(t, gauge().OffLoop, "a batch held past the budget sends the next ones off the loop")
 	release()
 	a.expect(":1\r\n")
-	require.True(t, bt.offLoop.Load(), "a batch that took longer than the budget does not bring them back")
+	require.True(t, gauge().OffLoop, "a batch that took longer than the budget does not bring them back")
 
 	// Off the loop: a's next batch, held at the store, goes to the
 	// batch driver's goroutine, and b's, sent meanwhile, waits in its queue,
@@ -468,7 +461,7 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 	// A batch off the loop answered within the budget brings the next
 	// ones back. Under load one may take longer: send them until one
 	// was fast. Without that rule, none ever would.
-	for i := 4; bt.offLoop.Load(); i++ {
+	for i := 4; gauge().OffLoop; i++ {
 		require.Less(t, i, 1000, "no fast batch brought the batches back on the loop")
 		a.send(echoReq(i))
 		a.expect(fmt.Sprintf(":%d\r\n", i))
@@ -486,9 +479,9 @@ func TestBatchWorkersLiveOn(t *testing.T) {
 		a.send(echoReq(i))
 		a.expect(fmt.Sprintf(":%d\r\n", i))
 	}
-	ds := batchDrivers(srv)
-	require.Len(t, ds, 1)
-	for _, b := range ds {
-		require.LessOrEqual(t, b.workers.Load(), int32(2))
+	gs := batchGauges(srv)
+	require.Len(t, gs, 1)
+	for _, g := range gs {
+		require.LessOrEqual(t, g.Workers, 2)
 	}
 }

@@ -225,14 +225,12 @@ func upstreamsReady(t *testing.T, srv *Server, loops int) { upstreamsAre(t, srv,
 // upstreamsAre waits until every loop's upstream is connected (up) or not.
 func upstreamsAre(t *testing.T, srv *Server, loops int, up bool) {
 	require.Eventually(t, func() bool {
-		ws := wireDrivers(srv) // the loops take the server's lock to open connections: not held here
+		ws := wireGauges(srv) // each read on its loop
 		if len(ws) != loops {
 			return false
 		}
 		for _, w := range ws {
-			ready := make(chan bool, 1)
-			_ = w.loop.Later(func() { ready <- w.up.Ready() })
-			if <-ready != up {
+			if w.LinkUp != up {
 				return false
 			}
 		}

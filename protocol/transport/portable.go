@@ -13,7 +13,7 @@ import (
 // wait on the client and what it has not read is counted (OutboundBuffered)
 // and bounded by conn's limits.
 // No loop waits on a batch here: a store that batches gets each run of a
-// connection as a batch of its own, on a goroutine (package protocol's
+// connection as a batch of its own, on a goroutine (package scheduler's
 // callsDriver), as one Handler.Batch.
 type portableLoops struct {
 	closing func() bool // the server is shutting down: close at once

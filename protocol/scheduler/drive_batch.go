@@ -1,10 +1,11 @@
-package protocol
+package scheduler
 
 import (
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
 )
 
@@ -24,7 +25,7 @@ import (
 // scripts/bench.sh). The batch itself runs on another goroutine (one of
 // the driver's workers: dispatch), which the Go scheduler runs on the
 // loop's own thread while the loop waits, so the fast path wakes no other
-// thread; the loop waits for it at most onLoopBudget. A batch that takes
+// thread; the loop waits for it at most OnLoopBudget. A batch that takes
 // longer (a slow or hung disk, a failing backend) is left to itself, the
 // loop goes on answering other clients, and the next batches go off the
 // loop, to the driver's goroutine (run); the first fast batch there brings
@@ -35,51 +36,52 @@ import (
 type batchDriver struct {
 	loopRuns // the loop's runs under way, and who waits for room
 
-	srv     *Server
+	cfg     *Config
 	loop    transport.Loop
+	stats   *stats.Loop // the loop's counters
 	offLoop atomic.Bool
 	timer   *time.Timer      // the loop's wait for a batch; stopped while unused
 	atStore atomic.Int32     // batches still at the store (maxAtStore)
 	work    chan *storeBatch // unbuffered: a batch for a worker that waits (dispatch)
 	workers atomic.Int32     // workers alive (dispatch)
 
-	pending []*conn // runs for the next batch on the loop; the loop's own
+	pending []Run // runs for the next batch on the loop; the loop's own
 
 	mu    sync.Mutex
-	queue []*conn       // runs for the next batch off the loop
+	queue []Run         // runs for the next batch off the loop
 	wake  chan struct{} // holds a token while queue may be non-empty
 	stop  chan struct{}
 }
 
-// onLoopBudget is how long a batch on the loop may take before the next
+// OnLoopBudget is how long a batch on the loop may take before the next
 // ones leave the loop: a Redis round trip or an fsync takes well under it.
-const onLoopBudget = 5 * time.Millisecond
+const OnLoopBudget = 5 * time.Millisecond
 
-func newBatchDriver(s *Server, loop transport.Loop) *batchDriver {
-	d := &batchDriver{loop: loop, srv: s, timer: time.NewTimer(time.Hour),
+func newBatchDriver(cfg *Config, loop transport.Loop) *batchDriver {
+	d := &batchDriver{loop: loop, cfg: cfg, stats: cfg.Stats.ForLoop(loop), timer: time.NewTimer(time.Hour),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), work: make(chan *storeBatch)}
 	d.timer.Stop()
 	go d.run()
 	return d
 }
 
-func (*batchDriver) onLoop() bool { return false }
+func (*batchDriver) OnLoop() bool { return false }
 
-// submit queues c's run (c.runArgs); called on the loop.
-func (d *batchDriver) submit(c *conn) {
-	d.queued += len(c.runArgs)
+// Submit queues r's run; called on the loop.
+func (d *batchDriver) Submit(r Run) {
+	d.queued += len(r.Commands())
 	if d.offLoop.Load() {
-		d.queueOffLoop(c)
+		d.queueOffLoop(r)
 		return
 	}
-	d.queueOnLoop(c, d.runOnLoop)
+	d.queueOnLoop(r, d.runOnLoop)
 }
 
-// queueOnLoop adds c's run to the loop's next batch. The round's first run
+// queueOnLoop adds r's run to the loop's next batch. The round's first run
 // schedules flush, which runs once the loop has served the input that is
 // ready now, with every run submitted meanwhile (takePending).
-func (d *batchDriver) queueOnLoop(c *conn, flush func()) {
-	d.pending = append(d.pending, c)
+func (d *batchDriver) queueOnLoop(r Run, flush func()) {
+	d.pending = append(d.pending, r)
 	if len(d.pending) == 1 {
 		_ = d.loop.Later(flush)
 	}
@@ -88,27 +90,27 @@ func (d *batchDriver) queueOnLoop(c *conn, flush func()) {
 // takePending returns the runs queued on the loop. The batch keeps that
 // slice until they are resumed: the next round's is new, sized for a
 // round like this one.
-func (d *batchDriver) takePending() []*conn {
-	conns := d.pending
-	d.pending = make([]*conn, 0, 2*len(conns))
-	return conns
+func (d *batchDriver) takePending() []Run {
+	runs := d.pending
+	d.pending = make([]Run, 0, 2*len(runs))
+	return runs
 }
 
 // runOnLoop sends the runs submitted meanwhile as one batch and waits for
-// it, at most onLoopBudget.
+// it, at most OnLoopBudget.
 func (d *batchDriver) runOnLoop() {
-	b := &storeBatch{batch: newBatch(d.takePending())}
-	b.start(d.srv, d.loop, d, maxCallCmds, true)
-	if !b.wait(d.timer, onLoopBudget) {
+	b := &storeBatch{batch: newBatch(d.takePending(), d.stats)}
+	b.start(d.cfg, d.loop, d, maxCallCmds, true)
+	if !b.wait(d.timer, OnLoopBudget) {
 		d.offLoop.Store(true)
 	}
 }
 
 // queueOffLoop queues runs for the driver's goroutine.
-func (d *batchDriver) queueOffLoop(conns ...*conn) {
+func (d *batchDriver) queueOffLoop(runs ...Run) {
 	d.mu.Lock()
-	d.queue = append(d.queue, conns...)
-	first := len(d.queue) == len(conns)
+	d.queue = append(d.queue, runs...)
+	first := len(d.queue) == len(runs)
 	d.mu.Unlock()
 	if first {
 		select {
@@ -128,17 +130,17 @@ func (d *batchDriver) run() {
 			return
 		}
 		d.mu.Lock()
-		conns := d.queue
-		// The batch keeps conns until they are resumed: a new slice, sized
+		runs := d.queue
+		// The batch keeps runs until they are resumed: a new slice, sized
 		// for a batch like this one.
-		d.queue = make([]*conn, 0, 2*len(conns))
+		d.queue = make([]Run, 0, 2*len(runs))
 		d.mu.Unlock()
-		if len(conns) == 0 {
+		if len(runs) == 0 {
 			continue
 		}
 		// A quick answer brings the next batches back on the loop (finish).
-		b := &storeBatch{batch: newBatch(conns)}
-		b.start(d.srv, d.loop, d, maxCallCmds, false)
+		b := &storeBatch{batch: newBatch(runs, d.stats)}
+		b.start(d.cfg, d.loop, d, maxCallCmds, false)
 		select {
 		case <-b.answered:
 		case <-d.stop:
@@ -166,14 +168,14 @@ func (d *batchDriver) dispatch(b *storeBatch) {
 		return
 	}
 	d.workers.Add(-1)
-	go b.run(d.srv.handler)
+	go b.run(d.cfg.Store)
 }
 
 // worker runs batches until the driver stops.
 func (d *batchDriver) worker(b *storeBatch) {
 	defer d.workers.Add(-1)
 	for {
-		b.run(d.srv.handler)
+		b.run(d.cfg.Store)
 		select {
 		case b = <-d.work:
 		case <-d.stop:
@@ -182,4 +184,4 @@ func (d *batchDriver) worker(b *storeBatch) {
 	}
 }
 
-func (d *batchDriver) close() { close(d.stop) }
+func (d *batchDriver) Close() { close(d.stop) }

@@ -1,4 +1,6 @@
-package protocol
+package scheduler
+
+import "github.com/prepkey/prepkey/protocol/stats"
 
 // callsDriver drives a store that does not batch (backend.DriveCalls,
 // MongoDB: no batch of atomic document operations): each run is a batch
@@ -7,16 +9,17 @@ package protocol
 // portable transport, with no loop to wait on a batch, drives a store that
 // batches so too, maxCallCmds commands per call.
 type callsDriver struct {
-	s       *Server
+	cfg     *Config
+	stats   *stats.Loop // the loop's counters
 	perCall int
 }
 
-func (*callsDriver) onLoop() bool     { return false }
-func (*callsDriver) admit(*conn) bool { return true }
-func (*callsDriver) landed(int)       {}
-func (*callsDriver) close()           {}
+func (*callsDriver) OnLoop() bool   { return false }
+func (*callsDriver) Admit(Run) bool { return true }
+func (*callsDriver) Landed(int)     {}
+func (*callsDriver) Close()         {}
 
-func (d *callsDriver) submit(c *conn) {
-	b := &storeBatch{batch: newBatch([]*conn{c})}
-	b.start(d.s, c.loop, nil, d.perCall, false)
+func (d *callsDriver) Submit(r Run) {
+	b := &storeBatch{batch: newBatch([]Run{r}, d.stats)}
+	b.start(d.cfg, nil, nil, d.perCall, false)
 }

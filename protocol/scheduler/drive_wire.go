@@ -1,4 +1,4 @@
-package protocol
+package scheduler
 
 import (
 	"github.com/prepkey/prepkey/protocol/transport"
@@ -11,18 +11,19 @@ import (
 // goroutine waits on Redis and several batches are on their way at once.
 // While that connection is down (Redis failed or was slow, or the loop
 // still dials), batches take the batch driver's path off the loop, to
-// Handler.Batch on its goroutine, never on the loop.
+// Store.Batch on its goroutine, never on the loop.
 type wireDriver struct {
 	*batchDriver // the runs under way, and the path while the connection is down
 	up           link
 }
 
-func newWireDriver(s *Server, loop transport.Loop) *wireDriver {
-	return &wireDriver{batchDriver: newBatchDriver(s, loop), up: newLink(s, loop)}
+func newWireDriver(cfg *Config, loop transport.Loop) *wireDriver {
+	return &wireDriver{batchDriver: newBatchDriver(cfg, loop), up: newLink(cfg, loop)}
 }
 
 // link is the loop's own connection to a store driven backend.DriveWire
-// (upstream.Conn); the loop hands it its gnet events as a loopConn.
+// (upstream.Conn, link.go); the loop hands it its gnet events as a
+// transport.LoopConn.
 type link interface {
 	// Ready reports whether batches can go on it now.
 	Ready() bool
@@ -33,33 +34,33 @@ type link interface {
 	Close()
 }
 
-// submit queues c's run (c.runArgs); called on the loop.
-func (w *wireDriver) submit(c *conn) {
-	w.queued += len(c.runArgs)
-	if c.bigRun || !w.up.Ready() {
+// Submit queues r's run; called on the loop.
+func (w *wireDriver) Submit(r Run) {
+	w.queued += len(r.Commands())
+	if r.Big() || !w.up.Ready() {
 		// A request of megabytes (an assembled one, conn.serveBig) is not
 		// written by the loop: encoding it and copying it into the
 		// connection's output took the loop seconds (issue 23, N1), while
 		// the Redis client does it on a goroutine. And while the
 		// connection is down the loop never waits on the backend.
-		w.queueOffLoop(c)
+		w.queueOffLoop(r)
 		return
 	}
-	w.queueOnLoop(c, w.send)
+	w.queueOnLoop(r, w.send)
 }
 
 // send writes the runs submitted meanwhile as one batch.
 func (w *wireDriver) send() {
-	conns := w.takePending()
+	runs := w.takePending()
 	if !w.up.Ready() { // the connection went down since they were queued
-		w.queueOffLoop(conns...)
+		w.queueOffLoop(runs...)
 		return
 	}
-	b := newBatch(conns)
+	b := newBatch(runs, w.stats)
 	w.up.Send(&b)
 }
 
-func (w *wireDriver) close() {
-	w.batchDriver.close()
+func (w *wireDriver) Close() {
+	w.batchDriver.Close()
 	w.up.Close()
 }

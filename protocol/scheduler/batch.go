@@ -1,4 +1,4 @@
-package protocol
+package scheduler
 
 import (
 	"context"
@@ -7,27 +7,31 @@ import (
 	"time"
 
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
 	"github.com/prepkey/prepkey/protocol/watchdog"
 )
 
 // batch is the unit of work sent to a store: the runs of one or more of a
-// loop's connections (conns, their commands one after the other in cmds),
+// loop's connections (runs, their commands one after the other in cmds),
 // answered together. A driver makes it (scheduler.go): the wire driver
 // writes it to the loop's own connection to Redis (an upstream.Batch,
 // answered on the loop), and the batch and calls drivers send it to
-// Handler.Batch on a goroutine, as a storeBatch.
+// Store.Batch on a goroutine, as a storeBatch.
 type batch struct {
-	conns []*conn
+	runs  []Run
 	cmds  [][][]byte
+	stats *stats.Loop // the loop's counters (store calls)
 }
 
-// newBatch is the runs of conns as one batch.
-func newBatch(conns []*conn) batch { return batch{conns: conns, cmds: runsOf(conns)} }
+// newBatch is runs as one batch, counted into the loop's st.
+func newBatch(runs []Run, st *stats.Loop) batch {
+	return batch{runs: runs, cmds: runsOf(runs), stats: st}
+}
 
-// storeBatch is a batch sent to Handler.Batch on a goroutine other than
+// storeBatch is a batch sent to Store.Batch on a goroutine other than
 // the loop's (start, run), so that whoever sends it waits only as long as
-// it chooses: the loop for onLoopBudget, the batch driver's goroutine and
+// it chooses: the loop for OnLoopBudget, the batch driver's goroutine and
 // a store that does not batch for the backend timeout. (The wire's batch
 // is the plain one: what is here costs the wire's hot path nothing.)
 //
@@ -49,7 +53,7 @@ func newBatch(conns []*conn) batch { return batch{conns: conns, cmds: runsOf(con
 // queue.
 type storeBatch struct {
 	batch
-	loop     transport.Loop
+	loop     transport.Loop // where its runs are resumed; nil: each run's own (calls)
 	timeout  time.Duration
 	d        *batchDriver // the loop's batch driver, or nil (calls)
 	perCall  int          // commands per store call (maxCallCmds, or 1)
@@ -75,7 +79,7 @@ const maxAtStore = 16
 
 // maxCallCmds is how many commands of a batch a store that batches gets in
 // one call: four of the embedded store's commits (256 commands each), a
-// quarter of a loop's runs under way (maxLoopCmds) as one Redis pipeline,
+// quarter of a loop's runs under way (MaxLoopCmds) as one Redis pipeline,
 // well within the timeout while the store is healthy. A store that does
 // not batch gets one at a time.
 const maxCallCmds = 1024
@@ -84,8 +88,8 @@ const maxCallCmds = 1024
 // d's workers, or (d nil: a store that does not batch) a goroutine of its
 // own. A loop that will wait for it passes waited (wait); otherwise the
 // batch resumes the connections itself.
-func (b *storeBatch) start(s *Server, loop transport.Loop, d *batchDriver, perCall int, waited bool) {
-	b.loop, b.timeout, b.d, b.perCall, b.began = loop, s.cfg.BackendTimeout, d, perCall, time.Now()
+func (b *storeBatch) start(cfg *Config, loop transport.Loop, d *batchDriver, perCall int, waited bool) {
+	b.loop, b.timeout, b.d, b.perCall, b.began = loop, cfg.BackendTimeout, d, perCall, time.Now()
 	b.answered = make(chan struct{})
 	if !waited {
 		b.state.Store(batchLeft)
@@ -98,7 +102,7 @@ func (b *storeBatch) start(s *Server, loop transport.Loop, d *batchDriver, perCa
 		return
 	}
 	if d == nil {
-		go b.run(s.handler)
+		go b.run(cfg.Store)
 		return
 	}
 	d.dispatch(b)
@@ -106,17 +110,17 @@ func (b *storeBatch) start(s *Server, loop transport.Loop, d *batchDriver, perCa
 
 // run is the batch's goroutine: the store calls, bounded by the watch.
 // After an expiry it sends no more.
-func (b *storeBatch) run(h Handler) {
+func (b *storeBatch) run(st Store) {
 	b.watch.Start(b.timeout, b.watchFired)
 	replies := make([]commands.Reply, len(b.cmds))
 	for start := 0; start < len(b.cmds) && !b.watch.Claimed(); start += b.perCall {
 		end := min(start+b.perCall, len(b.cmds))
 		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 		called := time.Now()
-		h.Batch(ctx, b.cmds[start:end], replies[start:end])
+		st.Batch(ctx, b.cmds[start:end], replies[start:end])
 		cancel()
 		now := time.Now()
-		b.conns[0].stats.StoreCall(end-start, now.Sub(called))
+		b.stats.StoreCall(end-start, now.Sub(called))
 		b.watch.Heard(now)
 	}
 	if b.d != nil {
@@ -150,15 +154,10 @@ func (b *storeBatch) expire(err error) {
 // finish writes the replies to the connections (at the store: their out
 // and runs are the batch's) and has them resumed. After a late answer the
 // store may still read the runs' arguments: each connection lets go of its
-// copy and makes a new one for its next run.
+// copy and makes a new one for its next run (Run.Answer).
 func (b *storeBatch) finish(replies []commands.Reply, late bool) {
-	writeReplies(b.conns, replies)
-	if late {
-		for _, c := range b.conns {
-			c.runRaw, c.runFlat, c.runArgs = nil, nil, nil
-		}
-	}
-	if b.d != nil && !late && b.took <= onLoopBudget {
+	answer(b.runs, replies, late)
+	if b.d != nil && !late && b.took <= OnLoopBudget {
 		// A quick batch off the loop brings the next ones back, before
 		// these runs' clients see their replies.
 		b.d.offLoop.Store(false)
@@ -167,8 +166,14 @@ func (b *storeBatch) finish(replies []commands.Reply, late bool) {
 	if b.state.CompareAndSwap(batchWaited, batchResumed) {
 		return // the loop waits in wait and resumes them
 	}
-	conns := b.conns
-	_ = b.loop.Later(func() { resumeAll(conns) })
+	if b.loop == nil { // a calls driver's batch: one run, on its own loop
+		for _, r := range b.runs {
+			r.ResumeLater()
+		}
+		return
+	}
+	runs := b.runs
+	_ = b.loop.Later(func() { resumeAll(runs) })
 	// An error means the loops are stopping; they close the connections.
 }
 
@@ -187,7 +192,7 @@ func (b *storeBatch) wait(t *time.Timer, budget time.Duration) bool {
 		}
 		<-b.answered // answered at the same moment: the loop resumes them
 	}
-	resumeAll(b.conns)
+	resumeAll(b.runs)
 	return true
 }
 
@@ -195,42 +200,41 @@ func (b *storeBatch) wait(t *time.Timer, budget time.Duration) bool {
 
 func (b *batch) Commands() [][][]byte { return b.cmds }
 
-func (b *batch) Stored(n int, took time.Duration) { b.conns[0].stats.StoreCall(n, took) }
+func (b *batch) Stored(n int, took time.Duration) { b.stats.StoreCall(n, took) }
 
 // Answer writes the replies to the connections' output and resumes them.
 func (b *batch) Answer(replies []commands.Reply) {
-	writeReplies(b.conns, replies)
-	resumeAll(b.conns)
+	answer(b.runs, replies, false)
+	resumeAll(b.runs)
 }
 
-// runsOf is the commands of conns' runs, one after the other.
-func runsOf(conns []*conn) [][][]byte {
+// runsOf is the commands of runs, one after the other.
+func runsOf(runs []Run) [][][]byte {
 	n := 0
-	for _, c := range conns {
-		n += len(c.runArgs)
+	for _, r := range runs {
+		n += len(r.Commands())
 	}
 	cmds := make([][][]byte, 0, n)
-	for _, c := range conns {
-		cmds = append(cmds, c.runArgs...)
+	for _, r := range runs {
+		cmds = append(cmds, r.Commands()...)
 	}
 	return cmds
 }
 
-// writeReplies writes replies, in the order of runsOf(conns), to each
-// connection's out.
-func writeReplies(conns []*conn, replies []commands.Reply) {
-	recordRuns(conns, replies)
+// answer hands each run its replies, in the order of runsOf(runs), all
+// written now (late: see Run.Answer).
+func answer(runs []Run, replies []commands.Reply, late bool) {
+	now := time.Now()
 	i := 0
-	for _, c := range conns {
-		for range c.runArgs {
-			c.out.Reply(replies[i])
-			i++
-		}
+	for _, r := range runs {
+		n := len(r.Commands())
+		r.Answer(replies[i:i+n:i+n], now, late)
+		i += n
 	}
 }
 
-func resumeAll(conns []*conn) {
-	for _, c := range conns {
-		c.resume()
+func resumeAll(runs []Run) {
+	for _, r := range runs {
+		r.Resume()
 	}
 }
