@@ -3,10 +3,17 @@ package protocol
 import (
 	"fmt"
 	"io"
+	"log/slog"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/prepkey/prepkey/protocol/floodlog"
 )
 
 // TestAssembledRequests: requests past assembleAt are taken in by the
@@ -61,4 +68,66 @@ func TestAssembledRequestRefused(t *testing.T) {
 		_, err := c.rd.ReadByte()
 		require.ErrorIs(t, err, io.EOF)
 	}
+}
+
+// TestAssembledCrossProtocolLogBounded: an HTTP request large enough to be
+// taken in by the assembler (serveBig) closes the connection with nothing
+// sent back, as one parsed in place does, and its log line goes through
+// the flood log as well: a web page can have browsers send it at will.
+// Every request is a line or counted in a summary; at most Burst lines a
+// second (it wrote one line per request before).
+func TestAssembledCrossProtocolLogBounded(t *testing.T) {
+	var logs lockedLog
+	addr := serve(t, Config{MaxBulk: 8 << 20, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, &echoHandler{inline: true})
+	body := strings.Repeat("x", 2*assembleAt)
+	const posts = 40
+	began := time.Now()
+	for range posts {
+		c := dialLines(t, addr)
+		c.send(req("POST", body))
+		_, err := c.rd.ReadByte()
+		require.ErrorIs(t, err, io.EOF, "closed with nothing sent")
+	}
+	count := func() (lines, suppressed, summaries int) {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			switch {
+			case strings.Contains(line, `msg="possible cross-protocol attack`):
+				lines++
+			case strings.Contains(line, "kind=cross_protocol"):
+				m := regexp.MustCompile(`suppressed=(\d+)`).FindStringSubmatch(line)
+				require.NotNil(t, m, line)
+				n, _ := strconv.Atoi(m[1])
+				suppressed += n
+				summaries++
+			}
+		}
+		return
+	}
+	require.Eventually(t, func() bool {
+		lines, suppressed, _ := count()
+		return lines+suppressed == posts
+	}, 10*time.Second, 10*time.Millisecond, "every request logged or in a summary: %s", &logs)
+	elapsed := time.Since(began)
+	lines, _, summaries := count()
+	seconds := int(elapsed/time.Second) + 2 // a second begun counts whole
+	require.LessOrEqual(t, lines, floodlog.Burst*seconds, "in %v", elapsed)
+	require.LessOrEqual(t, summaries, seconds)
+}
+
+// lockedLog is a log the server writes while the test reads it.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -393,10 +393,7 @@ func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) 
 		c.argsBuf = args[:0]
 		c.wide = 0 // the large request at the front, if any, is read
 		if len(args) > 0 && crossProtocol(args[0]) {
-			c.srv.flood.Log(floodlog.CrossProtocol, slog.LevelWarn, "possible cross-protocol attack: a client sent "+
-				"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
-				"id", c.id, "addr", c.gc.RemoteAddr().String())
-			c.out.B = c.out.B[:0] // nothing more reaches a browser either
+			c.refuseCrossProtocol()
 			return passClose, true
 		}
 		*served++
@@ -510,10 +507,7 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 	switch {
 	case len(args) == 0: // *0: nothing to answer
 	case crossProtocol(args[0]):
-		c.srv.cfg.Logger.Warn("possible cross-protocol attack: a client sent "+
-			"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
-			"id", c.id, "addr", c.gc.RemoteAddr().String())
-		c.out.B = c.out.B[:0]
+		c.refuseCrossProtocol()
 		return bigStopped, true
 	case c.tx.on:
 		at, errs := len(c.out.B), c.out.Errs
@@ -569,6 +563,16 @@ func (c *conn) unread() bool {
 func crossProtocol(name []byte) bool {
 	return bytes.EqualFold(name, []byte("post")) ||
 		len(name) >= 5 && bytes.EqualFold(name[:5], []byte("host:"))
+}
+
+// refuseCrossProtocol drops the replies not yet written, so that nothing
+// more reaches a browser, and logs why the connection is closed, through
+// the flood log: a web page can have browsers send it at will.
+func (c *conn) refuseCrossProtocol() {
+	c.srv.flood.Log(floodlog.CrossProtocol, slog.LevelWarn, "possible cross-protocol attack: a client sent "+
+		"an HTTP request (POST or Host:); connection closed, nothing it sent is run",
+		"id", c.id, "addr", c.gc.RemoteAddr().String())
+	c.out.B = c.out.B[:0]
 }
 
 // fail answers a protocol error and has the connection closed, as Redis
