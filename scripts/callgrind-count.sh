@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Counts the sidecar's instructions per request under valgrind's callgrind: the
-# figure this machine's load does not move (perf stat has no hardware counters in
-# the test container). Instrumentation is on only while N PK.PREPARE of random
-# keys run (redis-benchmark -c 50 -r 1000000, after 2,000 of warm-up), for the
-# sidecar process alone. A run with a GC cycle in its window reads 20-70 % more;
-# run each binary several times, alternating, and compare medians.
+# Counts the sidecar's instructions per request under valgrind's callgrind (perf
+# stat has no hardware counters in the test container). Instrumentation is on
+# only while N PK.PREPARE of random keys run (redis-benchmark -c 50 -r 1000000,
+# after 2,000 of warm-up), for the sidecar process alone; the requests are
+# bench-pair.sh's (PX 60000 on redis only: on file:, a prepare with PX counts
+# 35k instructions against 21k without). The count does not depend on the CPU's
+# speed; how many requests share a batch and the runtime's own work (sysmon, the
+# scheduler) still move it a little. A run with a GC cycle in its window reads
+# 20 % to 45x more; run each binary three times or more, alternating, and
+# compare medians.
 #
 # Usage: scripts/callgrind-count.sh BIN BACKEND PIPELINE N
 #   BIN: built with symbols for per-function figures (callgrind_annotate on the
