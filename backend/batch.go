@@ -37,14 +37,21 @@ type Op struct {
 // MPrepare; Record and Found for Get; Move for Move; Err when the store
 // failed (the op may or may not have taken effect) or refused the op's
 // arguments (Refusal).
+//
+// A Result is returned by value through every layer of a command alone
+// (the store, Handler.Do, the reply), so it is kept small: a scan's page,
+// rare, is behind a pointer, and the flags share a word. At 128 bytes,
+// with the page inline, its copies were a fifth of the 200 instructions
+// the one store contract added to a PK.PREPARE on memory: (callgrind,
+// docs/benchmarks.md "The architecture step").
 type Result struct {
-	OK     bool
 	Record Record
-	Found  bool
-	Move   MoveResult
+	Err    error
 	// Page is a Scan's answer.
-	Page Page
-	Err  error
+	Page  *Page
+	OK    bool
+	Found bool
+	Move  MoveResult
 }
 
 // OpMPrepare is PK.MPREPARE: Entries all reserved, or none, with Exp.

@@ -144,9 +144,8 @@ func (h *Handler) parseChecked(spec *Spec, args [][]byte) (backend.Op, Reply, bo
 // alone (Store.RunOne).
 func (h *Handler) exec(ctx context.Context, op backend.Op) backend.Result {
 	if op.Kind == backend.OpScan {
-		var res backend.Result
-		res.Page, res.Err = h.scan(ctx, op)
-		return res
+		page, err := h.scan(ctx, op)
+		return backend.Result{Page: &page, Err: err}
 	}
 	return h.store.RunOne(ctx, op)
 }

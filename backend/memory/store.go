@@ -190,24 +190,37 @@ func (s *Store) Run(ctx context.Context, ops []backend.Op, res []backend.Result,
 		return s.isolated(ctx, ops, res)
 	}
 	for i := range ops {
-		res[i] = s.one(&ops[i])
+		res[i] = backend.Result{}
+		s.one(&ops[i], &res[i])
 	}
 	return nil
 }
 
 // RunOne implements commands.Store: op alone, under the locks of its
 // shards (one).
-func (s *Store) RunOne(_ context.Context, op backend.Op) backend.Result { return s.one(&op) }
+func (s *Store) RunOne(_ context.Context, op backend.Op) backend.Result {
+	var r backend.Result
+	s.one(&op, &r)
+	return r
+}
 
-// one runs op alone, under the locks of its shards.
-func (s *Store) one(op *backend.Op) backend.Result {
+// one runs op alone, under the locks of its shards, into r (zero).
+//
+// one and apply fill the caller's Result rather than return one: each
+// Result returned by value was a copy, and the copies were a fifth of
+// what the one store contract added to a PK.PREPARE on memory:
+// (docs/benchmarks.md, "The architecture step").
+func (s *Store) one(op *backend.Op, r *backend.Result) {
 	switch {
 	case !op.Kind.Runs():
-		return backend.Result{Err: backend.UnknownOp("memory", op.Kind)}
+		r.Err = backend.UnknownOp("memory", op.Kind)
+		return
 	case op.Kind == backend.OpMPrepare: // its keys are its entries'
-		return backend.Result{OK: s.mprepareAlone(op.Entries, op.Exp)}
+		r.OK = s.mprepareAlone(op.Entries, op.Exp)
+		return
 	case op.Kind == backend.OpMove: // two keys, two shards
-		return s.moveAlone(op)
+		s.moveAlone(op, r)
+		return
 	}
 	// One key buffer and an unlock without defer: a second buffer (256
 	// bytes of stack cleared per call) and the deferred unlock were 40 of
@@ -218,20 +231,19 @@ func (s *Store) one(op *backend.Op) backend.Result {
 	k := mapKey(buf[:], op.NS, op.Key)
 	sh := &s.shards[s.shardOf(k)]
 	sh.mu.Lock()
-	r := s.apply(op, k, sh, nil, nil, s.nowMs())
+	s.apply(op, k, sh, nil, nil, s.nowMs(), r)
 	sh.mu.Unlock()
-	return r
 }
 
 // moveAlone is one for an OpMove, under the locks of both keys' shards.
-func (s *Store) moveAlone(op *backend.Op) backend.Result {
+func (s *Store) moveAlone(op *backend.Op, r *backend.Result) {
 	var buf, obuf [128]byte
 	k := mapKey(buf[:], op.NS, op.Key)
 	okey := mapKey(obuf[:], op.NS, op.OldKey)
 	i, oi := s.shardOf(k), s.shardOf(okey)
 	unlock := s.lockShards([]int{i, oi})
 	defer unlock()
-	return s.apply(op, k, &s.shards[i], okey, &s.shards[oi], s.nowMs())
+	s.apply(op, k, &s.shards[i], okey, &s.shards[oi], s.nowMs(), r)
 }
 
 // isolated is Run with backend.Isolated.
@@ -266,16 +278,16 @@ func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Re
 	defer unlock()
 	nowMs := s.nowMs()
 	for i := range ops {
-		res[i] = s.apply(&ops[i], keys[i][0], &s.shards[shards[i][0]], keys[i][1], &s.shards[shards[i][1]], nowMs)
+		res[i] = backend.Result{}
+		s.apply(&ops[i], keys[i][0], &s.shards[shards[i][0]], keys[i][1], &s.shards[shards[i][1]], nowMs, &res[i])
 	}
 	return nil
 }
 
-// apply runs op, with the shards of its keys held: k is the map key of its
-// key and sh its shard, okey and osh those of a Move's old key. It is the
-// store's one switch over the kinds of ops.
-func (s *Store) apply(op *backend.Op, k []byte, sh *shard, okey []byte, osh *shard, nowMs int64) backend.Result {
-	var r backend.Result
+// apply runs op into r (zero), with the shards of its keys held: k is the
+// map key of its key and sh its shard, okey and osh those of a Move's old
+// key. It is the store's one switch over the kinds of ops.
+func (s *Store) apply(op *backend.Op, k []byte, sh *shard, okey []byte, osh *shard, nowMs int64, r *backend.Result) {
 	switch op.Kind {
 	case backend.OpPrepare:
 		r.OK = s.prepare(sh, k, op.Value, op.Exp, nowMs)
@@ -293,7 +305,6 @@ func (s *Store) apply(op *backend.Op, k []byte, sh *shard, okey []byte, osh *sha
 	default:
 		r.Err = backend.UnknownOp("memory", op.Kind)
 	}
-	return r
 }
 
 // Ping implements commands.Store: memory is always there.
