@@ -187,3 +187,20 @@ func flip(c string, i int) string {
 	}
 	return string(b)
 }
+
+// TestCallsAnswerScanNotRun: the loop's Redis connection answers a scan's
+// place in its batch with a zero Result before the scan runs through
+// Batch; answering it must not fail (it is replaced, never sent).
+func TestCallsAnswerScanNotRun(t *testing.T) {
+	h := New(&fakeStore{}, DefaultLimits, nil)
+	cmds := [][][]byte{
+		{[]byte("PK.SCAN"), []byte("ns"), []byte("0")},
+		{[]byte("PK.GET"), []byte("ns"), []byte("k")},
+	}
+	replies := make([]Reply, len(cmds))
+	calls := h.Calls(cmds, replies)
+	require.Len(t, calls.Ops, 2)
+	calls.Answer(make([]backend.Result, 2), replies)
+	require.Equal(t, Reply{Kind: ScanPage}, replies[0])
+	require.Equal(t, Nil, replies[1].Kind)
+}

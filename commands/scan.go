@@ -231,6 +231,14 @@ func (h *Handler) scan(ctx context.Context, op backend.Op) (backend.Page, error)
 }
 
 // replyScan answers PK.SCAN: [cursor, [[key, value, ttlAt], ...]].
+//
+// A result with no page is a scan not run yet: the loop's Redis connection
+// answers a scan's place in its batch with a zero Result, and the scan
+// then runs through Batch, whose reply replaces this one (upstream.Conn's
+// land). It is answered as an empty page, never read by a client.
 func replyScan(res backend.Result) Reply {
+	if res.Page == nil {
+		return Reply{Kind: ScanPage}
+	}
 	return Reply{Kind: ScanPage, Bytes: res.Page.Next, Records: res.Page.Records}
 }
