@@ -52,4 +52,5 @@ total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",",
 kept=/tmp/callgrind.$(basename "$bin").$backend$pipe.$$
 cp "$out" "$kept"
 echo "$1 $backend $pipe $n $((total / n)) $kept"
+cleanup; pid=0 rpid=0
 rm -rf "$dir"
