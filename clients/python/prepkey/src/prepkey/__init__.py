@@ -11,7 +11,7 @@ See README.md beside this package for the whole API.
 from ._core import Data, Entry, Record, ScanRecord, TTL
 from .async_client import AsyncClient, AsyncPrepkey
 from .client import Prepkey, SyncClient
-from .errors import MismatchError, PrepkeyError, UnavailableError
+from .errors import MismatchError, PrepkeyError, UnavailableError, outcome_unknown
 
 __version__ = "0.1.0"
 
@@ -28,4 +28,5 @@ __all__ = [
     "SyncClient",
     "TTL",
     "UnavailableError",
+    "outcome_unknown",
 ]
