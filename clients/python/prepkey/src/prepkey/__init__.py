@@ -11,15 +11,24 @@ See README.md beside this package for the whole API.
 from ._core import Data, Entry, Record, ScanRecord, TTL
 from .async_client import AsyncClient, AsyncPrepkey
 from .client import Prepkey, SyncClient
+from .codec import Codec, JacksonJson, Raw, java_double
+from .key import AsyncKey, Key, TypedRecord
 from .errors import MismatchError, PrepkeyError, UnavailableError, outcome_unknown
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient",
+    "AsyncKey",
     "AsyncPrepkey",
+    "Codec",
     "Data",
     "Entry",
+    "JacksonJson",
+    "Key",
+    "Raw",
+    "TypedRecord",
+    "java_double",
     "MismatchError",
     "Prepkey",
     "PrepkeyError",
