@@ -108,6 +108,11 @@ class AsyncPrepkey:
         close = getattr(self._client, "aclose", None) or getattr(self._client, "close", None)
         if close is not None:
             await close()
+        # redis-py before 5 does not close the pool of a client made by
+        # from_url (auto_close_connection_pool is False there); it is ours.
+        pool = getattr(self._client, "connection_pool", None)
+        if pool is not None:
+            await pool.disconnect()
 
     async def __aenter__(self) -> "AsyncPrepkey":
         return self

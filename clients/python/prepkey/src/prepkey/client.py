@@ -95,6 +95,11 @@ class Prepkey:
         close = getattr(self._client, "close", None)
         if close is not None:
             close()
+        # redis-py before 5 does not close the pool of a client made by
+        # from_url (auto_close_connection_pool is False there); it is ours.
+        pool = getattr(self._client, "connection_pool", None)
+        if pool is not None:
+            pool.disconnect()
 
     def __enter__(self) -> "Prepkey":
         return self
