@@ -36,6 +36,7 @@ class Rule:
     command: bytes
     times: int = 1
     reached: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
 
 
 async def _read_line(reader: asyncio.StreamReader) -> bytes:
@@ -91,7 +92,6 @@ class Proxy:
         self.connections = 0
         self.seen: List[bytes] = []
         self.dropped_requests = 0
-        self._released = threading.Event()
         self._serving: Set["asyncio.Task[None]"] = set()
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
@@ -133,8 +133,11 @@ class Proxy:
         return r
 
     def release(self) -> None:
-        """Lets every hold go, now and from now on."""
-        self._loop.call_soon_threadsafe(self._released.set)
+        """Lets the holds of every rule added so far go (a rule added later
+        holds until the next release)."""
+        with self._lock:
+            for r in self.rules:
+                r.released.set()
 
     def _match(self, args: List[bytes]) -> Optional[Rule]:
         with self._lock:
@@ -144,10 +147,10 @@ class Proxy:
                     return r
         return None
 
-    async def _released_or_gone(self, client: asyncio.StreamReader) -> bool:
+    async def _released_or_gone(self, rule: Rule, client: asyncio.StreamReader) -> bool:
         """Waits for release(); False when the client closed first."""
         loop = asyncio.get_running_loop()
-        release = loop.run_in_executor(None, self._released.wait)
+        release = loop.run_in_executor(None, rule.released.wait)
         gone = asyncio.ensure_future(client.read(1))
         done, _ = await asyncio.wait({release, gone}, return_when=asyncio.FIRST_COMPLETED)
         if gone in done:
@@ -175,7 +178,7 @@ class Proxy:
                 r = self._match(args)
                 if r is not None and r.action == "hold_request":
                     r.reached.set()
-                    if not await self._released_or_gone(client_r):
+                    if not await self._released_or_gone(r, client_r):
                         self.dropped_requests += 1
                         return
                 server_w.write(raw)
@@ -186,7 +189,7 @@ class Proxy:
                     return
                 if r is not None and r.action == "hold_reply":
                     r.reached.set()
-                    if not await self._released_or_gone(client_r):
+                    if not await self._released_or_gone(r, client_r):
                         return
                 client_w.write(reply)
                 await client_w.drain()

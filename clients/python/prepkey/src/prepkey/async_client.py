@@ -14,7 +14,7 @@ IFEQ`` (``change_key``: moved back; ``reprepare``, which only changes a
 record the caller already held, is only waited for). Only then does the
 CancelledError propagate. That clean-up is itself shielded: a second
 cancellation lets the CancelledError through at once while the clean-up
-finishes in the background, bounded by ``settle_timeout`` per step.
+finishes in the background, bounded by ``cleanup_timeout``.
 """
 
 from __future__ import annotations
@@ -68,18 +68,29 @@ class AsyncPrepkey:
     (TypeError, ValueError) before anything is sent, ``UnavailableError``,
     ``MismatchError``, ``PrepkeyError`` for error replies, transport errors
     passed through, never False for a failure; cancellation as the module
-    says. ``settle_timeout`` bounds each step of a cancelled call's clean-up
-    (waiting for the reply in flight; the GETVALUE and ROLLBACK after it).
+    says. ``settle_timeout`` bounds how long a cancelled call waits for the
+    reply in flight, ``cleanup_timeout`` the GETVALUE and ROLLBACK after it
+    (the client's own retries included).
 
     ``aclose()`` closes only a client the helper opened (``from_url``).
     """
 
-    def __init__(self, client: AsyncClient, *, settle_timeout: timedelta = timedelta(seconds=5)) -> None:
-        if not isinstance(settle_timeout, timedelta):
-            raise TypeError(f"settle_timeout must be a timedelta, not {type(settle_timeout).__name__}")
+    def __init__(
+        self,
+        client: AsyncClient,
+        *,
+        settle_timeout: timedelta = timedelta(seconds=5),
+        cleanup_timeout: timedelta = timedelta(seconds=5),
+    ) -> None:
+        for what, t in (("settle_timeout", settle_timeout), ("cleanup_timeout", cleanup_timeout)):
+            if not isinstance(t, timedelta):
+                raise TypeError(f"{what} must be a timedelta, not {type(t).__name__}")
+            if t <= timedelta(0):
+                raise ValueError(f"{what} must be positive, got {t}")
         self._client = client
         self._owns_client = False
         self._settle = settle_timeout.total_seconds()
+        self._cleanup = cleanup_timeout.total_seconds()
         # Clean-ups that a second cancellation left running: referenced until
         # done, so that the event loop does not drop them.
         self._cleanups: Set["asyncio.Future[None]"] = set()
@@ -152,9 +163,9 @@ class AsyncPrepkey:
     async def _settle_then(self, task: "Optional[asyncio.Future[Any]]", undo: Callable[[], Awaitable[None]]) -> None:
         """After a cancellation: wait for ``task`` (the command in flight; at
         most settle_timeout, then it is cancelled and its connection dropped),
-        then ``undo`` (at most settle_timeout). Shielded; errors of the
+        then ``undo`` (at most cleanup_timeout). Shielded; errors of the
         clean-up are swallowed, as the caller's error is the one to see."""
-        settle = self._settle
+        settle, cleanup = self._settle, self._cleanup
 
         async def clean() -> None:
             if task is not None:
@@ -165,7 +176,7 @@ class AsyncPrepkey:
                         await asyncio.wait({task})
                 if not task.cancelled():
                     task.exception()  # retrieved: its error is not the caller's
-            await asyncio.wait_for(undo(), settle)
+            await asyncio.wait_for(undo(), cleanup)
 
         job = asyncio.ensure_future(clean())
         self._cleanups.add(job)
