@@ -16,7 +16,7 @@ import decimal
 import json
 import math
 import typing
-from typing import Any, Callable, Dict, Generic, List, Optional, Protocol, Type, TypeVar, Union
+from typing import Any, Dict, Generic, List, Optional, Protocol, Type, TypeVar, Union
 
 __all__ = ["Codec", "JacksonJson", "Raw", "java_double"]
 
@@ -243,7 +243,3 @@ def _build(hint: Any, data: Any) -> Any:
     if hint is float and isinstance(data, int) and not isinstance(data, bool):
         return float(data)
     return data
-
-
-#: Annotations for readers: a function from a value to its bytes.
-Encoder = Callable[[Any], bytes]
