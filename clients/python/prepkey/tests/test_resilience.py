@@ -137,7 +137,7 @@ class SyncCases(_SyncBase):
         """The reply is held past socket_timeout (no retries): TimeoutError,
         outcome unknown; the record holds our value: prepared."""
         held = self.proxy.rule("hold_reply", b"PK.PREPARE")
-        pk = self.via_proxy(socket_timeout=0.5, retry=Retry(NoBackoff(), 0))
+        pk = self.via_proxy(socket_timeout=1.0, retry=Retry(NoBackoff(), 0))
         with pk.using_prepare(self.ns, "alice", "cmd-1") as prepared:
             self.assertIs(prepared, True)
         self.assertTrue(held.reached.is_set())
@@ -292,6 +292,19 @@ class AsyncCases(_AsyncBase):
         rule = self.proxy.rule("hold_reply", b"PK.GETVALUE")
         ran: List[bool] = []
         await self.cancel_when(rule, self.using(self.via_proxy(), "alice", "cmd-1", ran), release=False)
+        self.assertEqual(ran, [])
+        self.assertIsNone(await self.pk.get_value(self.ns, "alice"))
+
+    async def test_cancel_while_reading_after_a_lost_reply(self) -> None:
+        """The PREPARE's reply is lost (ConnectionError, no retries: outcome
+        unknown); cancelled during the GETVALUE that follows: the
+        CancelledError (not the ConnectionError) propagates, and the
+        reservation the PREPARE made is released."""
+        self.proxy.rule("drop_reply", b"PK.PREPARE")
+        rule = self.proxy.rule("hold_reply", b"PK.GETVALUE")
+        ran: List[bool] = []
+        pk = self.via_proxy(retry=AsyncRetry(NoBackoff(), 0))
+        await self.cancel_when(rule, self.using(pk, "alice", "cmd-1", ran), release=False)
         self.assertEqual(ran, [])
         self.assertIsNone(await self.pk.get_value(self.ns, "alice"))
 

@@ -329,11 +329,11 @@ class AsyncPrepkey:
             failure = err
         try:
             record = await self.get_value(n, k)
-        except BaseException:
+        except BaseException as read_error:
             # Cancelled, or the read failed: what may be ours is released.
             await self._settle_then(None, undo)
-            if failure is not None:
-                raise failure
+            if failure is not None and isinstance(read_error, Exception):
+                raise failure  # the prepare's error; a cancellation goes on as itself
             raise
         if record is not None and record.value == v:
             return True

@@ -307,13 +307,13 @@ class Prepkey:
             failure = err
         try:
             record = self.get_value(n, k)
-        except BaseException:
+        except BaseException as read_error:
             try:
                 self._release(n, k, v)
             except Exception:
                 pass
-            if failure is not None:
-                raise failure
+            if failure is not None and isinstance(read_error, Exception):
+                raise failure  # the prepare's error; an interrupt goes on as itself
             raise
         if record is not None and record.value == v:
             return True
