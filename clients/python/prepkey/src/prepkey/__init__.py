@@ -2,10 +2,14 @@
 
     import redis, prepkey
     pk = prepkey.Prepkey(redis.Redis(host="127.0.0.1", port=6380, password="pw"))
-    with pk.using_prepare("username", "alice", b'{"userId":"42"}') as prepared:
+    users = pk.key("username", codec=prepkey.JacksonJson(User))  # Wow's JSON bytes
+    with users.using_prepare("alice", User(userId="42")) as prepared:
         ...
 
-See README.md beside this package for the whole API.
+``using_prepare`` is resend-safe (a record holding exactly your value is
+yours), cancellations and interrupts leave no reservation of theirs behind,
+``outcome_unknown(err)`` says whether a failed command may have taken effect.
+See README.md beside this package for the whole API and the redis-py settings.
 """
 
 from ._core import Data, Entry, Record, ScanRecord, TTL
