@@ -10,7 +10,8 @@
 #
 #   clients/run.sh            # all of them
 #   clients/run.sh python     # some: python go ioredis node-redis ruby php
-#                             #   python-helper python-redis6-helper node-helper node-helper-types
+#                             #   python-helper python-redis6-helper python-package-helper
+#                             #   node-helper node-helper-types
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,7 +53,7 @@ freeport() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(python go ioredis node-redis ruby php python-helper python-redis6-helper node-helper node-helper-types)
+[ ${#names[@]} -gt 0 ] || names=(python go ioredis node-redis ruby php python-helper python-redis6-helper python-package-helper node-helper node-helper-types)
 
 serve example --backend "file:$dir/data"
 example_addr=$addr
@@ -90,6 +91,9 @@ declare -A suite=(
 	# The same with redis-py 6 (Debian 13's, unpacked by scripts/deps.sh):
 	# RESP2 and RESP3.
 	[python-redis6-helper]="env PYTHONPATH=${XDG_CACHE_HOME:-$HOME/.cache}/prepkey/python3-redis-trixie/usr/lib/python3/dist-packages /usr/bin/python3 -m unittest discover -s clients/python/prepkey/tests -t clients/python/prepkey"
+	# The built sdist and wheel: metadata checked, the wheel installed in a
+	# fresh venv, the README's examples and the tests run against it.
+	[python-package-helper]="clients/python/prepkey/test-package.sh"
 	[node-helper]="node --test --test-reporter=spec clients/node/prepkey/test/errors.test.js clients/node/prepkey/test/operations.test.js clients/node/prepkey/test/using-prepare.test.js"
 	# tsc over index.d.ts and a usage file: no sidecar, so once (50-80 s).
 	[node-helper-types]="node --test --test-reporter=spec clients/node/prepkey/test/types.test.js"

@@ -4,7 +4,8 @@
 # a newcomer types:
 #   - Debian's packages: redis-server and redis-tools (the test servers,
 #     redis-cli), tmux (redis-cli's help test), and the client suite's
-#     python3-redis, ruby-redis, php-cli and php-redis; with apt-get when
+#     python3-redis, ruby-redis, php-cli and php-redis, and for the Python
+#     helper's package test python3-build, python3-venv and twine; with apt-get when
 #     run as root (one `apt-get update` first), otherwise one line naming
 #     them;
 #   - the modules of clients/node and clients/node/prepkey, from their
@@ -26,6 +27,9 @@ need redis-tools command -v redis-cli
 need redis-tools command -v redis-benchmark
 need tmux command -v tmux
 need python3-redis /usr/bin/python3 -c 'import redis'
+need python3-build /usr/bin/python3 -c 'import build'
+need python3-venv /usr/bin/python3 -c 'import ensurepip'
+need twine command -v twine
 need ruby-redis ruby -e 'require "redis"'
 need php-cli command -v php
 need php-redis php -r 'exit(extension_loaded("redis") ? 0 : 1);'

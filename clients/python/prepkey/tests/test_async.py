@@ -100,18 +100,29 @@ class AsyncCases(_Base):
         env = self.env
         url = f"redis://:{quote(env.password or '', safe='')}@{env.host}:{env.port}"
         extra = {"protocol": self.protocol} if speaks_resp3() else {}
+        closed: List[str] = []
         async with AsyncPrepkey.from_url(url, **extra) as pk:
             self.assertIsInstance(pk.client, redis.asyncio.Redis)
             self.assertIs(await pk.prepare(self.ns, "url", "v"), True)
+            original = getattr(pk.client, "aclose", None) or getattr(pk.client, "close")
+
+            async def close_inner() -> None:
+                closed.append("opened by the helper")
+                await original()
+
+            setattr(pk.client, "aclose", close_inner)
+            setattr(pk.client, "close", close_inner)
         self.assertEqual(await self.pk.get(self.ns, "url"), b"v")
-        closed: List[str] = []
+        self.assertEqual(closed, ["opened by the helper"])
 
         async def close() -> None:
-            closed.append("closed")
+            closed.append("the caller's")
 
-        async with AsyncPrepkey(self.wire):
+        # A client the caller made stays open: the caller closes it.
+        async with AsyncPrepkey(self.wire) as mine:
             setattr(self.wire, "aclose", close)
-        self.assertEqual(closed, ["closed"])
+        await mine.aclose()
+        self.assertEqual(closed, ["opened by the helper"])
 
     # --- prepare, get, get_value --------------------------------------------
 
@@ -171,7 +182,7 @@ class AsyncCases(_Base):
     async def test_ttl_as_a_duration_and_as_seconds(self) -> None:
         cases: List[Tuple[str, TTL, Tuple[bytes, bytes], int]] = [
             ("px", timedelta(seconds=30, microseconds=1500), (b"PX", b"30001"), 30001),
-            ("ex", 60, (b"EX", b"60"), 60000),
+            ("ex", timedelta(seconds=60), (b"PX", b"60000"), 60000),
         ]
         for key, ttl, words, span_ms in cases:
             with self.subTest(ttl=ttl):
@@ -380,7 +391,7 @@ class AsyncCases(_Base):
             (TypeError, lambda: pk.get_value(ns, None)),  # type: ignore[arg-type]
             (ValueError, lambda: pk.rollback(ns, "")),
             (TypeError, lambda: pk.rollback_if_eq(ns, "k", None)),  # type: ignore[arg-type]
-            (ValueError, lambda: pk.reprepare(ns, "k", "v", keep_ttl=True, ttl=60)),
+            (ValueError, lambda: pk.reprepare(ns, "k", "v", keep_ttl=True, ttl_s=60)),
             (ValueError, lambda: pk.change_key(ns, "k", "v", "k", "v")),
             (TypeError, lambda: pk.change_key(ns, "k", "v", "k2", None)),  # type: ignore[arg-type]
             (ValueError, lambda: pk.mprepare([])),
@@ -427,7 +438,7 @@ class AsyncCases(_Base):
                 raise failure
         self.assertIs(caught.exception, failure)
         self.assertEqual(ran, [False, False])
-        self.assertEqual(self.wire.names(), [b"PK.PREPARE", b"PK.PREPARE"])
+        self.assertEqual(self.wire.names(), [b"PK.PREPARE", b"PK.GETVALUE"] * 2)
         self.assertEqual(await self.pk.get_value(self.ns, "alice"), Record(b"other", None))
 
     async def test_using_prepare_body_succeeds(self) -> None:
@@ -546,7 +557,7 @@ class AsyncCases(_Base):
         self.assertEqual(await self.pk.run_prepared(self.ns, "a", "w", done), ("done", False))
         self.assertEqual(await self.pk.get(self.ns, "a"), b"v")
         with self.assertRaises(ValueError) as caught:
-            await self.pk.run_prepared(self.ns, "b", "v", fails, ttl=60)
+            await self.pk.run_prepared(self.ns, "b", "v", fails, ttl_s=60)
         self.assertEqual(str(caught.exception), "body saw True")
         self.assertIsNone(await self.pk.get_value(self.ns, "b"))
 

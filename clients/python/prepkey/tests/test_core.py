@@ -7,9 +7,13 @@ from __future__ import annotations
 import unittest
 from datetime import datetime, timedelta, timezone
 
+import asyncio
+import socket
+
+import redis
 from redis.exceptions import ResponseError
 
-from prepkey import MismatchError, PrepkeyError, Record, ScanRecord, UnavailableError
+from prepkey import MismatchError, PrepkeyError, Record, ScanRecord, UnavailableError, outcome_unknown
 from prepkey import _core
 from prepkey.errors import from_response_error
 
@@ -64,6 +68,24 @@ class ArgumentsTest(unittest.TestCase):
         east = at.astimezone(timezone(timedelta(hours=9)))
         self.assertEqual(_core.ttl_args(east), (b"PXAT", b"1893553445678"))
 
+    def test_ttl_units(self) -> None:
+        self.assertEqual(_core.ttl_words(), ())
+        self.assertEqual(_core.ttl_words(ttl_ms=1500), (b"PX", b"1500"))
+        self.assertEqual(_core.ttl_words(ttl_s=5), (b"EX", b"5"))
+        self.assertEqual(_core.ttl_words(timedelta(seconds=5)), (b"PX", b"5000"))
+        with self.assertWarns(DeprecationWarning):
+            self.assertEqual(_core.ttl_words(5), (b"EX", b"5"))
+        for kwargs, error in (
+            (dict(ttl=timedelta(seconds=1), ttl_s=1), ValueError),
+            (dict(ttl_ms=1, ttl_s=1), ValueError),
+            (dict(ttl_ms=0), ValueError),
+            (dict(ttl_s=1.5), TypeError),
+            (dict(ttl_ms=True), TypeError),
+        ):
+            with self.subTest(**kwargs):
+                with self.assertRaises(error):
+                    _core.ttl_words(**kwargs)  # type: ignore[arg-type]
+
     def test_namespace(self) -> None:
         self.assertEqual(_core.namespace("user_name.v2-x"), b"user_name.v2-x")
         self.assertEqual(_core.namespace(b"N" * 64), b"N" * 64)
@@ -89,6 +111,40 @@ class ErrorsTest(unittest.TestCase):
         self.assertIs(type(from_response_error(ResponseError("UNAVAILABLE"))), UnavailableError)
         for error in (unavailable, mismatch, other):
             self.assertIsInstance(error, ResponseError)
+
+
+class OutcomeUnknownTest(unittest.TestCase):
+    def test_table(self) -> None:
+        maybe = [
+            UnavailableError("UNAVAILABLE redis: timeout"),
+            ResponseError("UNAVAILABLE backend down"),  # from a raw execute_command
+            redis.ConnectionError("Connection closed by server."),
+            redis.ConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused."),
+            redis.exceptions.BusyLoadingError("loading"),
+            redis.TimeoutError("Timeout reading from socket"),
+            ConnectionResetError(104, "Connection reset by peer"),
+            ConnectionRefusedError(111, "Connection refused"),
+            socket.timeout("timed out"),
+            asyncio.TimeoutError(),
+            asyncio.CancelledError(),
+            KeyboardInterrupt(),
+        ]
+        known = [
+            MismatchError("MISMATCH old key has no record with that value"),
+            PrepkeyError("syntax error"),
+            ResponseError("UNAVAILABLEX not the prefix"),
+            redis.AuthenticationError("invalid username-password pair"),
+            redis.exceptions.AuthorizationError("NOPERM"),
+            ValueError("key is empty"),
+            TypeError("value must be str or bytes"),
+            LookupError("the caller's own"),
+        ]
+        for err in maybe:
+            with self.subTest(err=repr(err)):
+                self.assertIs(outcome_unknown(err), True)
+        for err in known:
+            with self.subTest(err=repr(err)):
+                self.assertIs(outcome_unknown(err), False)
 
 
 if __name__ == "__main__":

@@ -88,15 +88,21 @@ class SyncCases(_Base):
         env = self.env
         url = f"redis://:{quote(env.password or '', safe='')}@{env.host}:{env.port}"
         extra = {"protocol": self.protocol} if speaks_resp3() else {}
+        closed: List[str] = []
         with Prepkey.from_url(url, **extra) as pk:
             self.assertIsInstance(pk.client, redis.Redis)
             self.assertIs(pk.prepare(self.ns, "url", "v"), True)
+            close = pk.client.close  # type: ignore[attr-defined]
+            setattr(pk.client, "close", lambda: (closed.append("opened by the helper"), close()))
         self.assertEqual(self.pk.get(self.ns, "url"), b"v")
-        closed: List[str] = []
-        setattr(self.redis, "close", lambda: closed.append("closed"))
-        with Prepkey(self.redis):
+        self.assertEqual(closed, ["opened by the helper"])
+        # A client the caller made stays open: the caller closes it.
+        setattr(self.redis, "close", lambda: closed.append("the caller's"))
+        with Prepkey(self.redis) as pk:
             pass
-        self.assertEqual(closed, ["closed"])
+        pk.close()
+        self.assertEqual(closed, ["opened by the helper"])
+        self.assertEqual(self.pk.get(self.ns, "url"), b"v")
 
     # --- prepare, get, get_value --------------------------------------------
 
@@ -154,7 +160,7 @@ class SyncCases(_Base):
     def test_ttl_as_a_duration_and_as_seconds(self) -> None:
         cases: List[Tuple[str, TTL, Tuple[bytes, bytes], int]] = [
             ("px", timedelta(seconds=30, microseconds=1500), (b"PX", b"30001"), 30001),
-            ("ex", 60, (b"EX", b"60"), 60000),
+            ("ex", timedelta(seconds=60), (b"PX", b"60000"), 60000),
         ]
         for key, ttl, words, span_ms in cases:
             with self.subTest(ttl=ttl):
@@ -414,8 +420,8 @@ class SyncCases(_Base):
             (ValueError, lambda: pk.prepare("usé", "k", "v")),
             (ValueError, lambda: pk.prepare(ns, "k", "v", ttl=timedelta(0))),
             (ValueError, lambda: pk.prepare(ns, "k", "v", ttl=timedelta(microseconds=999))),
-            (ValueError, lambda: pk.prepare(ns, "k", "v", ttl=-5)),
-            (ValueError, lambda: pk.prepare(ns, "k", "v", ttl=0)),
+            (ValueError, lambda: pk.prepare(ns, "k", "v", ttl_s=-5)),
+            (ValueError, lambda: pk.prepare(ns, "k", "v", ttl_ms=0)),
             (ValueError, lambda: pk.prepare(ns, "k", "v", ttl=datetime(2030, 1, 1))),
             (TypeError, lambda: pk.prepare(ns, "k", "v", ttl=1.5)),  # type: ignore[arg-type]
             (TypeError, lambda: pk.prepare(ns, "k", "v", ttl="10")),  # type: ignore[arg-type]
@@ -425,7 +431,7 @@ class SyncCases(_Base):
             (ValueError, lambda: pk.rollback(ns, "")),
             (TypeError, lambda: pk.rollback_if_eq(ns, "k", None)),  # type: ignore[arg-type]
             (TypeError, lambda: pk.reprepare(ns, "k", "v", if_eq=5)),  # type: ignore[arg-type]
-            (ValueError, lambda: pk.reprepare(ns, "k", "v", keep_ttl=True, ttl=60)),
+            (ValueError, lambda: pk.reprepare(ns, "k", "v", keep_ttl=True, ttl_s=60)),
             (TypeError, lambda: pk.reprepare(ns, "k", "v", keep_ttl="yes")),  # type: ignore[arg-type]
             (ValueError, lambda: pk.change_key(ns, "k", "v", "k", "v")),
             (ValueError, lambda: pk.change_key(ns, "", "v", "k2", "v")),
@@ -477,7 +483,9 @@ class SyncCases(_Base):
         self.assertIs(caught.exception, failure)
         self.assertIsNone(failure.__cause__)
         self.assertEqual(ran, [False, False])
-        self.assertEqual(self.wire.names(), [b"PK.PREPARE", b"PK.PREPARE"])
+        # each 0 is followed by a read: a record holding "mine" would be ours
+        # (a resent PREPARE answering its own first attempt)
+        self.assertEqual(self.wire.names(), [b"PK.PREPARE", b"PK.GETVALUE"] * 2)
         self.assertEqual(self.pk.get_value(self.ns, "alice"), Record(b"other", None))
 
     def test_using_prepare_body_succeeds(self) -> None:
@@ -562,7 +570,7 @@ class SyncCases(_Base):
             raise ValueError(f"body saw {prepared}")
 
         with self.assertRaises(ValueError) as caught:
-            self.pk.run_prepared(self.ns, "b", "v", fails, ttl=60)
+            self.pk.run_prepared(self.ns, "b", "v", fails, ttl_s=60)
         self.assertEqual(str(caught.exception), "body saw True")
         self.assertIsNone(self.pk.get_value(self.ns, "b"))
 

@@ -12,6 +12,7 @@ left to the sidecar, which answers with a PrepkeyError.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Generic, Iterable, List, Optional, Tuple, TypeVar, Union
@@ -30,8 +31,9 @@ __all__ = [
 #: A key, a value or a namespace: ``str`` (sent as UTF-8) or bytes-like.
 Data = Union[str, bytes, bytearray, memoryview]
 
-#: An expiry: ``timedelta`` (PX, whole milliseconds), an aware ``datetime``
-#: (PXAT, whole milliseconds) or ``int`` seconds (EX). ``None``: forever.
+#: An expiry: ``timedelta`` (PX, whole milliseconds) or an aware ``datetime``
+#: (PXAT, whole milliseconds); ``None``: forever. A bare ``int`` is seconds
+#: (EX), deprecated: write ``timedelta(seconds=n)`` or ``ttl_s=n``.
 TTL = Union[timedelta, datetime, int]
 
 #: One reservation of ``mprepare``: (namespace, key, value).
@@ -155,6 +157,44 @@ def ttl_args(ttl: Optional[TTL]) -> Tuple[bytes, ...]:
     )
 
 
+def ttl_words(
+    ttl: Optional[TTL] = None,
+    ttl_ms: Optional[int] = None,
+    ttl_s: Optional[int] = None,
+    stacklevel: int = 3,
+) -> Tuple[bytes, ...]:
+    """The TTL option of a call that takes ``ttl``, ``ttl_ms`` and ``ttl_s``
+    (at most one): ``ttl_ms`` is PX, ``ttl_s`` EX, ``ttl`` as ``ttl_args``.
+
+    A bare number for ``ttl`` is seconds, as before, with a DeprecationWarning:
+    the Node helper's bare number is milliseconds, so a bare number says
+    nothing a reader can trust; a ``timedelta`` or the unit in the name does.
+    """
+    given = [n for n, v in (("ttl", ttl), ("ttl_ms", ttl_ms), ("ttl_s", ttl_s)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give at most one of ttl, ttl_ms and ttl_s, not {' and '.join(given)}")
+    if ttl_ms is not None:
+        return (b"PX", _positive_int(ttl_ms, "ttl_ms"))
+    if ttl_s is not None:
+        return (b"EX", _positive_int(ttl_s, "ttl_s"))
+    if isinstance(ttl, int) and not isinstance(ttl, bool):
+        warnings.warn(
+            f"ttl={ttl} as a bare number of seconds is deprecated: "
+            f"write ttl=timedelta(seconds={ttl}) or ttl_s={ttl}",
+            DeprecationWarning,
+            stacklevel=stacklevel,
+        )
+    return ttl_args(ttl)
+
+
+def _positive_int(n: object, what: str) -> bytes:
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"{what} must be an int, not {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"{what} must be at least 1, got {n}")
+    return str(n).encode()
+
+
 def _positive_ms(ms: int, what: str) -> bytes:
     if ms < 1:
         raise ValueError(f"{what} must be at least 1 millisecond (after the epoch), got {ms} ms")
@@ -236,8 +276,12 @@ def parse_scan_page(reply: object) -> Tuple[bytes, List[ScanRecord]]:
 # --- commands --------------------------------------------------------------
 
 
-def prepare(name: Data, k: Data, v: Data, ttl: Optional[TTL]) -> Command[bool]:
-    args = (b"PK.PREPARE", namespace(name), key(k), value(v)) + ttl_args(ttl)
+#: The TTL option as ttl_words made it (b"PX", b"1500"), or () for forever.
+Words = Tuple[bytes, ...]
+
+
+def prepare(name: Data, k: Data, v: Data, ttl: Words) -> Command[bool]:
+    args = (b"PK.PREPARE", namespace(name), key(k), value(v)) + ttl
     return Command(args, parse_bool)
 
 
@@ -264,7 +308,7 @@ def reprepare(
     v: Data,
     if_eq: Optional[Data],
     keep_ttl: bool,
-    ttl: Optional[TTL],
+    ttl: Words,
 ) -> Command[bool]:
     args: Tuple[bytes, ...] = (b"PK.REPREPARE", namespace(name), key(k), value(v))
     if if_eq is not None:
@@ -272,10 +316,10 @@ def reprepare(
     if not isinstance(keep_ttl, bool):
         raise TypeError(f"keep_ttl must be a bool, not {type(keep_ttl).__name__}")
     if keep_ttl:
-        if ttl is not None:
+        if ttl:
             raise ValueError("keep_ttl and ttl exclude each other")
         args += (b"KEEPTTL",)
-    return Command(args + ttl_args(ttl), parse_bool)
+    return Command(args + ttl, parse_bool)
 
 
 def change_key(
@@ -284,7 +328,7 @@ def change_key(
     old_value: Data,
     new_key: Data,
     new_value: Data,
-    ttl: Optional[TTL],
+    ttl: Words,
 ) -> Command[bool]:
     old = key(old_key, "old_key")
     new = key(new_key, "new_key")
@@ -293,24 +337,30 @@ def change_key(
     args = (
         b"PK.REPREPARE", namespace(name), new, value(new_value, "new_value"),
         b"FROM", old, b"IFEQ", value(old_value, "old_value"),
-    ) + ttl_args(ttl)
+    ) + ttl
     return Command(args, parse_bool)
 
 
-def mprepare(entries: Iterable[Entry], ttl: Optional[TTL]) -> Command[bool]:
-    if isinstance(entries, (str, bytes, bytearray, memoryview)):
+def entries(items: Iterable[Entry]) -> List[Tuple[bytes, bytes, bytes]]:
+    """``mprepare``'s entries, checked, as bytes."""
+    if isinstance(items, (str, bytes, bytearray, memoryview)):
         raise TypeError("entries must be an iterable of (namespace, key, value) tuples")
-    triples: List[bytes] = []
-    count = 0
-    for entry in entries:
+    out: List[Tuple[bytes, bytes, bytes]] = []
+    for entry in items:
         if not isinstance(entry, (tuple, list)) or len(entry) != 3:
             raise TypeError(f"each entry must be a (namespace, key, value) tuple, not {entry!r}")
-        triples += (namespace(entry[0]), key(entry[1]), value(entry[2]))
-        count += 1
-    if not 1 <= count <= MAX_MPREPARE_KEYS:
-        raise ValueError(f"mprepare takes 1 to {MAX_MPREPARE_KEYS} entries, got {count}")
-    args = (b"PK.MPREPARE", str(count).encode(), *triples) + ttl_args(ttl)
-    return Command(args, parse_bool)
+        out.append((namespace(entry[0]), key(entry[1]), value(entry[2])))
+    if not 1 <= len(out) <= MAX_MPREPARE_KEYS:
+        raise ValueError(f"mprepare takes 1 to {MAX_MPREPARE_KEYS} entries, got {len(out)}")
+    return out
+
+
+def mprepare(checked: List[Tuple[bytes, bytes, bytes]], ttl: Words) -> Command[bool]:
+    """PK.MPREPARE over entries already checked by ``entries``."""
+    args: Tuple[bytes, ...] = (b"PK.MPREPARE", str(len(checked)).encode())
+    for triple in checked:
+        args += triple
+    return Command(args + ttl, parse_bool)
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import contextlib
 from types import TracebackType
-from typing import Any, Callable, Iterable, Iterator, Optional, Protocol, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterable, Iterator, Optional, Protocol, Type, TypeVar
 
 from redis.exceptions import ResponseError
 
 from . import _core
 from ._core import Data, Entry, Record, ScanRecord, TTL
-from .errors import from_response_error
+from .errors import from_response_error, outcome_unknown
+
+if TYPE_CHECKING:
+    from .codec import Codec
+    from .key import Key
 
 __all__ = ["Prepkey", "SyncClient"]
 
@@ -51,19 +55,32 @@ class Prepkey:
     for a key change whose old key does not hold the old value, a
     ``PrepkeyError`` with the sidecar's text for any other error reply.
     Transport errors (``redis.ConnectionError``, ``redis.TimeoutError``) pass
-    through; after one the outcome is unknown too. A failure is never False.
+    through; after one the outcome is unknown too (``outcome_unknown(err)``).
+    A failure is never False.
+
+    Interrupted (``KeyboardInterrupt``, or any other ``BaseException`` that
+    is not an ``Exception``) while a ``prepare``, ``mprepare`` or
+    ``change_key`` may have been sent, the helper first undoes what that call
+    may have done (a record holding the call's own value is released; a moved
+    key is moved back), then lets the interrupt propagate.
+
+    The client given stays the caller's: ``close()`` closes only a client
+    the helper opened itself (``from_url``).
     """
 
     def __init__(self, client: SyncClient) -> None:
         self._client = client
+        self._owns_client = False
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> "Prepkey":
         """A Prepkey over ``redis.Redis.from_url(url, **kwargs)``, e.g.
-        ``redis://:password@127.0.0.1:6380``."""
+        ``redis://:password@127.0.0.1:6380``; ``close()`` closes that client."""
         import redis
 
-        return cls(redis.Redis.from_url(url, **kwargs))
+        pk = cls(redis.Redis.from_url(url, **kwargs))
+        pk._owns_client = True
+        return pk
 
     @property
     def client(self) -> SyncClient:
@@ -71,10 +88,18 @@ class Prepkey:
         return self._client
 
     def close(self) -> None:
-        """Close the client (also one given to the constructor)."""
+        """Close the client if this helper opened it (``from_url``); a client
+        given to the constructor is left open: whoever made it closes it."""
+        if not self._owns_client:
+            return
         close = getattr(self._client, "close", None)
         if close is not None:
             close()
+        # redis-py before 5 does not close the pool of a client made by
+        # from_url (auto_close_connection_pool is False there); it is ours.
+        pool = getattr(self._client, "connection_pool", None)
+        if pool is not None:
+            pool.disconnect()
 
     def __enter__(self) -> "Prepkey":
         return self
@@ -87,6 +112,14 @@ class Prepkey:
     ) -> None:
         self.close()
 
+    def key(self, name: Data, codec: Optional["Codec[Any]"] = None) -> "Key[Any]":
+        """A handle bound to namespace ``name`` whose values are typed, encoded
+        by ``codec`` (default: ``JacksonJson()``, the bytes Wow's Jackson
+        writes). See ``prepkey.Key``."""
+        from .key import Key
+
+        return Key(self, name, codec)
+
     def _run(self, command: _core.Command[T]) -> T:
         try:
             reply = self._client.execute_command(*command.args, **{NEVER_DECODE: []})
@@ -94,14 +127,53 @@ class Prepkey:
             raise from_response_error(err) from err
         return command.parse(reply)
 
-    def prepare(self, name: Data, key: Data, value: Data, ttl: Optional[TTL] = None) -> bool:
+    def _interruptible(self, command: _core.Command[T], undo: Callable[[], None]) -> T:
+        """``command``; if an interrupt (not an Exception) stops it after it may
+        have been sent, ``undo`` runs (best effort) before the interrupt goes on."""
+        try:
+            return self._run(command)
+        except Exception:
+            raise
+        except BaseException:
+            try:
+                undo()
+            except Exception:
+                pass  # best effort: the interrupt is what the caller must see
+            raise
+
+    def _release(self, name: bytes, key: bytes, value: bytes) -> None:
+        """Release ``key`` if its record holds exactly ``value`` (ours)."""
+        record = self.get_value(name, key)
+        if record is not None and record.value == value:
+            self.rollback_if_eq(name, key, value)
+
+    def _move_back(self, name: bytes, old_key: bytes, old_value: bytes, new_key: bytes, new_value: bytes) -> None:
+        """Undo a change_key that may have happened: move ``new_key`` (if it
+        holds ``new_value``) back to ``old_key``, forever."""
+        record = self.get_value(name, new_key)
+        if record is not None and record.value == new_value:
+            self._run(_core.change_key(name, new_key, new_value, old_key, old_value, ()))
+
+    def prepare(
+        self,
+        name: Data,
+        key: Data,
+        value: Data,
+        ttl: Optional[TTL] = None,
+        *,
+        ttl_ms: Optional[int] = None,
+        ttl_s: Optional[int] = None,
+    ) -> bool:
         """Reserve ``key`` for ``value`` (PK.PREPARE): True reserved, False a
         live record holds the key (whatever its value; nothing changed).
 
-        ``ttl``: a ``timedelta`` (PX), an aware ``datetime`` (PXAT), int
-        seconds (EX); None: forever.
+        ``ttl``: a ``timedelta`` (PX) or an aware ``datetime`` (PXAT);
+        ``ttl_ms`` (PX) or ``ttl_s`` (EX) for a number with its unit; none of
+        them: forever. A bare number as ``ttl`` is seconds, deprecated.
         """
-        return self._run(_core.prepare(name, key, value, ttl))
+        words = _core.ttl_words(ttl, ttl_ms, ttl_s)
+        n, k, v = _core.namespace(name), _core.key(key), _core.value(value)
+        return self._interruptible(_core.prepare(n, k, v, words), lambda: self._release(n, k, v))
 
     def get(self, name: Data, key: Data) -> Optional[bytes]:
         """The value of the live record of ``key`` (PK.GET); None when there
@@ -133,14 +205,18 @@ class Prepkey:
         if_eq: Optional[Data] = None,
         keep_ttl: bool = False,
         ttl: Optional[TTL] = None,
+        ttl_ms: Optional[int] = None,
+        ttl_s: Optional[int] = None,
     ) -> bool:
         """Replace the value of the live record of ``key`` (PK.REPREPARE):
         True replaced, False no live record or (with ``if_eq``) another value.
 
-        The new record is forever unless ``ttl`` is given; ``keep_ttl=True``
-        keeps its expiry instead.
+        The new record is forever unless a TTL is given; ``keep_ttl=True``
+        keeps its expiry instead. It changes a record the caller already
+        holds, so an interrupt is not undone (nothing new can be left held).
         """
-        return self._run(_core.reprepare(name, key, value, if_eq, keep_ttl, ttl))
+        words = _core.ttl_words(ttl, ttl_ms, ttl_s)
+        return self._run(_core.reprepare(name, key, value, if_eq, keep_ttl, words))
 
     def change_key(
         self,
@@ -150,6 +226,9 @@ class Prepkey:
         new_key: Data,
         new_value: Data,
         ttl: Optional[TTL] = None,
+        *,
+        ttl_ms: Optional[int] = None,
+        ttl_s: Optional[int] = None,
     ) -> bool:
         """Move a reservation from ``old_key`` to ``new_key`` (PK.REPREPARE ...
         FROM old_key IFEQ old_value), e.g. a username change, never half done.
@@ -157,15 +236,33 @@ class Prepkey:
         True: ``new_key`` reserved for ``new_value``, ``old_key`` released.
         False: a live record holds ``new_key``; nothing changed.
         MismatchError: ``old_key`` has no record holding ``old_value``; nothing
-        changed.
+        changed. Interrupted: moved back (forever) if it had moved.
         """
-        return self._run(_core.change_key(name, old_key, old_value, new_key, new_value, ttl))
+        words = _core.ttl_words(ttl, ttl_ms, ttl_s)
+        command = _core.change_key(name, old_key, old_value, new_key, new_value, words)
+        n, ok, ov = _core.namespace(name), _core.key(old_key), _core.value(old_value)
+        nk, nv = _core.key(new_key), _core.value(new_value)
+        return self._interruptible(command, lambda: self._move_back(n, ok, ov, nk, nv))
 
-    def mprepare(self, entries: Iterable[Entry], ttl: Optional[TTL] = None) -> bool:
+    def mprepare(
+        self,
+        entries: Iterable[Entry],
+        ttl: Optional[TTL] = None,
+        *,
+        ttl_ms: Optional[int] = None,
+        ttl_s: Optional[int] = None,
+    ) -> bool:
         """Reserve 1 to 64 ``(namespace, key, value)`` entries, all or none
         (PK.MPREPARE): True all reserved, False at least one key is held
-        (nothing changed). ``ttl`` applies to every entry, one expiry for all."""
-        return self._run(_core.mprepare(entries, ttl))
+        (nothing changed). The TTL applies to every entry, one expiry for all."""
+        words = _core.ttl_words(ttl, ttl_ms, ttl_s)
+        checked = _core.entries(entries)
+
+        def undo() -> None:
+            for n, k, v in checked:
+                self._release(n, k, v)
+
+        return self._interruptible(_core.mprepare(checked, words), undo)
 
     def scan(
         self,
@@ -196,10 +293,44 @@ class Prepkey:
             if cursor == _core.SCAN_START:
                 return
 
-    @contextlib.contextmanager
+    def _acquire(self, n: bytes, k: bytes, v: bytes, words: _core.Words) -> bool:
+        """using_prepare's prepare, resend-safe: after a ``0`` or an
+        outcome-unknown error, a record holding exactly ``v`` is ours (a
+        resent PREPARE answers 0 to its own first attempt)."""
+        failure: Optional[BaseException] = None
+        try:
+            if self._interruptible(_core.prepare(n, k, v, words), lambda: self._release(n, k, v)):
+                return True
+        except Exception as err:
+            if not outcome_unknown(err):
+                raise
+            failure = err
+        try:
+            record = self.get_value(n, k)
+        except BaseException as read_error:
+            try:
+                self._release(n, k, v)
+            except Exception:
+                pass
+            if failure is not None and isinstance(read_error, Exception):
+                raise failure  # the prepare's error; an interrupt goes on as itself
+            raise
+        if record is not None and record.value == v:
+            return True
+        if failure is not None:
+            raise failure
+        return False
+
     def using_prepare(
-        self, name: Data, key: Data, value: Data, ttl: Optional[TTL] = None
-    ) -> Iterator[bool]:
+        self,
+        name: Data,
+        key: Data,
+        value: Data,
+        ttl: Optional[TTL] = None,
+        *,
+        ttl_ms: Optional[int] = None,
+        ttl_s: Optional[int] = None,
+    ) -> ContextManager[bool]:
         """Prepare ``key``, run the with-block, roll back only if it fails::
 
             with pk.using_prepare("username", "alice", user_id) as prepared:
@@ -209,16 +340,26 @@ class Prepkey:
 
         - The block runs with ``prepared`` True (reserved) or False (held by a
           live record); on False nothing is ever rolled back.
+        - Resend-safe: after a ``0``, or after an error whose outcome is
+          unknown (``outcome_unknown``), the record is read; if it holds
+          exactly ``value``, the reservation is ours (a PREPARE resent by the
+          client's retry answers 0 to its own first attempt) and the block
+          runs with True. Values must identify the writer (a command id).
         - Prepared and the block raises: ``PK.ROLLBACK name key IFEQ value``
           (only this reservation; a rollback answering False is fine), then
           the block's exception propagates.
         - ... and the rollback itself raises: its exception propagates, raised
           ``from`` the block's (``__cause__``).
-        - The prepare raises (UnavailableError, a transport error): the block
-          does not run.
+        - The prepare raises (UnavailableError, a transport error) and the
+          record does not hold ``value``: the block does not run.
         """
-        prepared = self.prepare(name, key, value, ttl)
-        if not prepared:
+        words = _core.ttl_words(ttl, ttl_ms, ttl_s)
+        return self._using(name, key, value, words)
+
+    @contextlib.contextmanager
+    def _using(self, name: Data, key: Data, value: Data, words: _core.Words) -> Iterator[bool]:
+        n, k, v = _core.namespace(name), _core.key(key), _core.value(value)
+        if not self._acquire(n, k, v, words):
             yield False
             return
         try:
@@ -227,7 +368,7 @@ class Prepkey:
             # BaseException: a KeyboardInterrupt or a cancellation in the
             # block leaves it undone too, so its reservation goes.
             try:
-                self.rollback_if_eq(name, key, value)
+                self.rollback_if_eq(n, k, v)
             except BaseException as rollback_error:
                 raise rollback_error from body_error
             raise
@@ -239,8 +380,12 @@ class Prepkey:
         value: Data,
         body: Callable[[bool], T],
         ttl: Optional[TTL] = None,
+        *,
+        ttl_ms: Optional[int] = None,
+        ttl_s: Optional[int] = None,
     ) -> T:
         """``using_prepare`` as a call: ``body(prepared)``'s result, with the
         same rollback on its exception."""
-        with self.using_prepare(name, key, value, ttl) as prepared:
+        words = _core.ttl_words(ttl, ttl_ms, ttl_s)
+        with self._using(name, key, value, words) as prepared:
             return body(prepared)

@@ -14,9 +14,14 @@ UnavailableError.
 
 from __future__ import annotations
 
-from redis.exceptions import ResponseError
+import asyncio
+import socket
 
-__all__ = ["PrepkeyError", "UnavailableError", "MismatchError", "from_response_error"]
+from redis.exceptions import AuthenticationError, AuthorizationError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+__all__ = ["PrepkeyError", "UnavailableError", "MismatchError", "from_response_error", "outcome_unknown"]
 
 
 class PrepkeyError(ResponseError):
@@ -63,3 +68,53 @@ def from_response_error(err: ResponseError) -> PrepkeyError:
     if prefix == "MISMATCH":
         return MismatchError(text)
     return PrepkeyError(text)
+
+
+def outcome_unknown(exc: BaseException) -> bool:
+    """Whether a command that raised ``exc`` may or may not have taken effect:
+    the "did it maybe happen?" question, the same in the Go and Node helpers.
+
+    True for:
+
+    - ``-UNAVAILABLE`` (``UnavailableError``, or a plain ``redis.ResponseError``
+      whose text starts with ``UNAVAILABLE`` from a raw ``execute_command``):
+      the sidecar's backend failed or did not answer in time;
+    - a connection error (``redis.ConnectionError``; an ``OSError`` such as a
+      reset that redis-py did not wrap): the connection broke, possibly after
+      the command was sent and before its reply arrived;
+    - a timeout (``redis.TimeoutError``, ``asyncio.TimeoutError``,
+      ``socket.timeout``): the reply did not come in time;
+    - a cancellation (``asyncio.CancelledError``) or ``KeyboardInterrupt``:
+      the caller stopped waiting, possibly after the command was sent.
+      prepkey's own methods resolve what they may have reserved before such
+      an error leaves them (see README, "Cancellation"); this says True all
+      the same, because the error alone cannot tell.
+
+    A connection *refused* is True as well (decision): redis-py raises the
+    error of its last attempt, and with retries on (redis-py 6's default) a
+    refused reconnect can follow a first attempt that was sent and executed.
+    The error cannot tell the two apart, and a wrong "nothing happened" strands
+    a reservation while a wrong "maybe" costs one ``get_value``.
+
+    False for everything else: ``False``/``MismatchError``/other reply errors
+    (the sidecar answered: the outcome is known), ``redis.AuthenticationError``
+    and ``redis.AuthorizationError`` (credentials or permissions refused: a
+    configuration error, and nothing ran), and argument errors
+    (TypeError, ValueError) raised before anything was sent.
+    """
+    if isinstance(exc, (AuthenticationError, AuthorizationError)):
+        return False
+    if isinstance(exc, ResponseError):
+        return isinstance(exc, UnavailableError) or _prefix(str(exc)) == "UNAVAILABLE"
+    return isinstance(
+        exc,
+        (
+            RedisConnectionError,
+            RedisTimeoutError,
+            asyncio.TimeoutError,
+            socket.timeout,
+            asyncio.CancelledError,
+            KeyboardInterrupt,
+            OSError,
+        ),
+    )
