@@ -4,6 +4,8 @@
 'use strict';
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { execFile } = require('node:child_process');
+const path = require('node:path');
 const { Prepkey, PrepkeyError, UnavailableError } = require('..');
 const { configs, connect, wrap, unique, unavailablePort } = require('./helpers');
 
@@ -184,5 +186,59 @@ for (const config of configs) {
       assert.ok(!(err instanceof PrepkeyError), `got ${err.name}: ${err.message}`);
       assert.equal(err.message, config.library === 'ioredis' ? 'Connection is closed.' : 'The client is closed');
     });
+  });
+}
+
+// A bare ttl number (milliseconds here, seconds in Python) still works, as
+// PX, and warns once per process; run in a child so that "once" is this
+// test's.
+test('a ttl number: PX as before, one DeprecationWarning per process', async () => {
+  const script = `
+    const { Prepkey } = require(${JSON.stringify(path.join(__dirname, '..'))});
+    const sent = [];
+    const pk = new Prepkey({ callBuffer: async (...args) => { sent.push(args); return 1; } });
+    (async () => {
+      await pk.prepare('ns', 'k', 'v', { ttl: 5 });
+      await pk.usingPrepare('ns', 'k', 'v', () => {}, { ttl: 6 });
+      await pk.prepare('ns', 'k', 'v', { ttl: new Date(7) });
+      console.log(JSON.stringify(sent));
+    })();`;
+  const { stdout, stderr } = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', script], (err, out, errOut) => (err ? reject(err) : resolve({ stdout: out, stderr: errOut })));
+  });
+  assert.deepEqual(JSON.parse(stdout), [
+    ['PK.PREPARE', 'ns', 'k', 'v', 'PX', '5'],
+    ['PK.PREPARE', 'ns', 'k', 'v', 'PX', '6'],
+    ['PK.PREPARE', 'ns', 'k', 'v', 'PXAT', '7'],
+  ]);
+  const warnings = stderr.split('\n').filter((line) => line.includes('DeprecationWarning'));
+  assert.deepEqual(warnings.map((line) => line.replace(/^\(node:\d+\) /, '')), [
+    '[PREPKEY_TTL_NUMBER] DeprecationWarning: prepkey: a number `ttl` is milliseconds here and seconds in the Python helper; use ttlMs, ttlSeconds or expiresAt (a Date)',
+  ]);
+});
+
+// The helper never opens a connection, so it never closes one: every
+// operation runs over a client whose quit, disconnect, close and destroy
+// fail the test.
+for (const config of configs) {
+  test(`${config.label}: the helper never closes the client it was given`, async () => {
+    const conn = await connect(config);
+    try {
+      const closed = [];
+      const client = wrap(conn.client);
+      for (const method of ['quit', 'disconnect', 'close', 'destroy', 'end']) client[method] = () => closed.push(method);
+      const pk = new Prepkey(client);
+      const ns = unique('own');
+      await pk.prepare(ns, 'a', 'v', { ttlSeconds: 60 });
+      await pk.usingPrepare(ns, 'b', 'v', async () => { throw new Error('x'); }).catch(() => {});
+      await pk.usingPrepare(ns, 'a', 'v', async (prepared) => prepared);
+      await pk.key(ns).usingPrepare('c', { id: 1 }, async () => true);
+      await pk.changeKey(ns, 'a', 'v', 'a2', 'v');
+      for await (const record of pk.scan(ns)) void record;
+      assert.deepEqual(closed, []);
+      assert.ok(client.sent.length >= 6);
+    } finally {
+      await conn.close();
+    }
   });
 }
