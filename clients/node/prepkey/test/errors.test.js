@@ -6,7 +6,7 @@ const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { execFile } = require('node:child_process');
 const path = require('node:path');
-const { Prepkey, PrepkeyError, UnavailableError } = require('..');
+const { Prepkey, PrepkeyError, UnavailableError } = require('prepkey');
 const { configs, connect, wrap, unique, unavailablePort } = require('./helpers');
 
 test('Prepkey refuses what is not an ioredis or node-redis client', () => {
@@ -194,7 +194,7 @@ for (const config of configs) {
 // test's.
 test('a ttl number: PX as before, one DeprecationWarning per process', async () => {
   const script = `
-    const { Prepkey } = require(${JSON.stringify(path.join(__dirname, '..'))});
+    const { Prepkey } = require(${JSON.stringify(require.resolve('prepkey'))});
     const sent = [];
     const pk = new Prepkey({ callBuffer: async (...args) => { sent.push(args); return 1; } });
     (async () => {

@@ -6,9 +6,9 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { jackson } = require('..');
+const { jackson } = require('prepkey');
 
-const file = path.join(__dirname, '..', '..', '..', 'testdata', 'jackson.json');
+const { jacksonFile: file } = require('./helpers');
 const { cases } = JSON.parse(fs.readFileSync(file, 'utf8'));
 
 // Each case of the file as JavaScript writes the Kotlin value: a Double

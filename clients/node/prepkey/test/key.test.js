@@ -7,10 +7,11 @@ const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Prepkey, PrepareKey, jackson } = require('..');
+const { Prepkey, PrepareKey, jackson } = require('prepkey');
 const { configs, connect, wrap, unique } = require('./helpers');
 
-const { cases } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'testdata', 'jackson.json'), 'utf8'));
+const { jacksonFile } = require('./helpers');
+const { cases } = JSON.parse(fs.readFileSync(jacksonFile, 'utf8'));
 const expected = (name) => cases.find((c) => c.name === name).expected;
 
 for (const config of configs) {

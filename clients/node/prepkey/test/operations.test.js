@@ -3,7 +3,7 @@
 'use strict';
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { Prepkey, PrepkeyError, MismatchError, UnavailableError } = require('..');
+const { Prepkey, PrepkeyError, MismatchError, UnavailableError } = require('prepkey');
 const { configs, connect, wrap, unique, until } = require('./helpers');
 
 // An expiry far enough ahead not to pass during the test.

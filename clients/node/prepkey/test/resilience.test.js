@@ -9,7 +9,7 @@ const assert = require('node:assert/strict');
 const { once } = require('node:events');
 const Redis = require('ioredis');
 const { createClient } = require('redis');
-const { Prepkey, PrepkeyError, UnavailableError, MismatchError, AbortedError, outcomeUnknown } = require('..');
+const { Prepkey, PrepkeyError, UnavailableError, MismatchError, AbortedError, outcomeUnknown } = require('prepkey');
 const { connect, wrap, unique, unavailablePort } = require('./helpers');
 const { Proxy } = require('./proxy');
 

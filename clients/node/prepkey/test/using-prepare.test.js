@@ -6,7 +6,7 @@
 'use strict';
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { Prepkey, PrepkeyError, UnavailableError } = require('..');
+const { Prepkey, PrepkeyError, UnavailableError } = require('prepkey');
 const { configs, connect, wrap, unique, unavailablePort } = require('./helpers');
 
 for (const config of configs) {
