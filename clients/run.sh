@@ -11,6 +11,7 @@
 #   clients/run.sh            # all of them
 #   clients/run.sh python     # some: python go ioredis node-redis ruby php
 #                             #   python-helper python-redis6-helper node-helper node-helper-types
+#                             #   node-package (npm pack, install the tarball, its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,7 +53,7 @@ freeport() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(python go ioredis node-redis ruby php python-helper python-redis6-helper node-helper node-helper-types)
+[ ${#names[@]} -gt 0 ] || names=(python go ioredis node-redis ruby php python-helper python-redis6-helper node-helper node-helper-types node-package)
 
 serve example --backend "file:$dir/data"
 example_addr=$addr
@@ -60,7 +61,7 @@ example_addr=$addr
 # The helpers' suites need a real Redis behind one of their sidecars, and
 # a sidecar whose Redis is not there (every PK command: -UNAVAILABLE).
 helpers=false
-for name in "${names[@]}"; do [[ $name == *-helper ]] && helpers=true; done
+for name in "${names[@]}"; do [[ $name == *-helper || $name == node-package ]] && helpers=true; done
 if $helpers; then
 	redis_port=$(freeport)
 	redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
@@ -90,9 +91,13 @@ declare -A suite=(
 	# The same with redis-py 6 (Debian 13's, unpacked by scripts/deps.sh):
 	# RESP2 and RESP3.
 	[python-redis6-helper]="env PYTHONPATH=${XDG_CACHE_HOME:-$HOME/.cache}/prepkey/python3-redis-trixie/usr/lib/python3/dist-packages /usr/bin/python3 -m unittest discover -s clients/python/prepkey/tests -t clients/python/prepkey"
-	[node-helper]="node --test --test-reporter=spec clients/node/prepkey/test/errors.test.js clients/node/prepkey/test/operations.test.js clients/node/prepkey/test/using-prepare.test.js"
+	[node-helper]="node --test --test-reporter=spec clients/node/prepkey/test/errors.test.js clients/node/prepkey/test/operations.test.js clients/node/prepkey/test/using-prepare.test.js clients/node/prepkey/test/resilience.test.js clients/node/prepkey/test/key.test.js clients/node/prepkey/test/jackson.test.js clients/node/prepkey/test/readme.test.js"
 	# tsc over index.d.ts and a usage file: no sidecar, so once (50-80 s).
 	[node-helper-types]="node --test --test-reporter=spec clients/node/prepkey/test/types.test.js"
+	# npm pack, the tarball's files, the tarball installed in a fresh
+	# project, the helper's tests and README examples against it; once, on
+	# memory:.
+	[node-package]="clients/node/pack-test.sh"
 )
 ok=0 bad=0
 # run NAME BACKEND ADDR: runs one suite against the sidecar at ADDR.
@@ -113,6 +118,8 @@ for name in "${names[@]}"; do
 	if [[ $name == *-helper ]]; then
 		run "$name" memory: "$memory_addr"
 		run "$name" redis: "$redis_addr"
+	elif [[ $name == node-package ]]; then
+		run "$name" memory: "$memory_addr"
 	else
 		run "$name" file: "$example_addr"
 	fi
