@@ -117,6 +117,18 @@ class Proxy {
     });
   }
 
+  /**
+   * Forget rules not triggered yet and let held replies through: a test
+   * that failed before its command was sent leaves nothing for the next.
+   */
+  reset() {
+    this.#rules = [];
+    for (const conn of this.#conns) {
+      conn.armed = null;
+      conn.release();
+    }
+  }
+
   /** Stop listening and close every connection. */
   async close() {
     for (const conn of this.#conns) {

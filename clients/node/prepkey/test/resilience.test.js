@@ -4,7 +4,7 @@
 // point where usingPrepare and prepare await is reached on an event, never
 // after a sleep.
 'use strict';
-const { describe, test, before, after } = require('node:test');
+const { describe, test, before, after, afterEach } = require('node:test');
 const assert = require('node:assert/strict');
 const { once } = require('node:events');
 const Redis = require('ioredis');
@@ -62,6 +62,7 @@ for (const library of ['ioredis', 'node-redis']) {
       conn = await open(library, proxy.port);
       viaProxy = new Prepkey(conn.client);
     });
+    afterEach(() => proxy.reset());
     after(async () => {
       await conn.close();
       await proxy.close();
@@ -257,10 +258,11 @@ for (const library of ['ioredis', 'node-redis']) {
       assert.equal(await pk.getValue(ns, 'alice'), null, 'no key stays held');
     });
 
-    test('abort, the connection lost for good: AbortedError (outcome unknown), the reason kept', async () => {
+    test('abort, the connection lost for good: AbortedError (outcome unknown), the reason kept', async (t) => {
       const ns = unique('abort');
       const once_ = await open(library, proxy.port,
         library === 'ioredis' ? { retryStrategy: () => null } : { reconnectStrategy: false });
+      t.after(() => once_.close());
       const gate = proxy.hold('PK.PREPARE');
       const controller = new AbortController();
       const reason = new Error('shutting down');
@@ -280,7 +282,6 @@ for (const library of ['ioredis', 'node-redis']) {
       assert.equal(outcomeUnknown(error), true);
       // Indeed still held: the caller must check, as the error says.
       assert.equal(await pk.get(ns, 'alice'), 'mine');
-      await once_.close();
     });
   });
 }
@@ -317,23 +318,24 @@ for (const library of ['ioredis', 'node-redis']) {
       }
     });
 
-    test('a connection lost while the reply is awaited: yes', async () => {
+    test('a connection lost while the reply is awaited: yes', async (t) => {
       const conn = await open(library, proxy.port,
         library === 'ioredis' ? { retryStrategy: () => null } : {});
+      t.after(() => conn.close());
       const gate = proxy.drop('PK.GET');
       const { error } = await settle(new Prepkey(conn.client).get('ns', 'k'));
       await gate.held;
       assert.equal(error.message, library === 'ioredis' ? 'Connection is closed.' : 'Socket closed unexpectedly');
       assert.equal(outcomeUnknown(error), true);
-      await conn.close();
     });
 
-    test('a timeout while the reply is awaited: yes', async () => {
+    test('a timeout while the reply is awaited: yes', async (t) => {
       // The reply is held until after the timeout fired: no race.
       // (node-redis: socketTimeout, no data for that long while a reply is
       // awaited; its per-command timeout only covers the wait to be written.)
       const conn = await open(library, proxy.port,
         library === 'ioredis' ? { commandTimeout: 200 } : { socketTimeout: 200, reconnectStrategy: false });
+      t.after(() => conn.close());
       const gate = proxy.hold('PK.GET');
       const { error } = await settle(new Prepkey(conn.client).get('ns', 'k'));
       await gate.held;
@@ -341,7 +343,6 @@ for (const library of ['ioredis', 'node-redis']) {
       assert.equal(error.message, library === 'ioredis' ? 'Command timed out'
         : "Socket timeout timeout. Expecting data, but didn't receive any in 200ms.");
       assert.equal(outcomeUnknown(error), true);
-      await conn.close();
     });
 
     test('nothing sent: a refused connection, a closed client: no (ioredis says "Connection is closed." for both: yes)', async () => {

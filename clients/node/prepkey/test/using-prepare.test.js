@@ -55,6 +55,40 @@ for (const config of configs) {
       assert.deepEqual(await pk.getValue(ns, 'alice'), { value: 'theirs', expiresAt: null });
     });
 
+    test('1. prepare false, the record holds our own value (a resent PREPARE): ours, body(true)', async () => {
+      const ns = unique('using');
+      // What a PREPARE that ran, lost its reply and was resent finds.
+      await pk.prepare(ns, 'alice', 'cmd-1');
+      const recorder = wrap(conn.client);
+      const calls = [];
+      const bodyError = new Error('the body failed');
+      const err = await new Prepkey(recorder).usingPrepare(ns, 'alice', 'cmd-1', async (prepared) => {
+        calls.push(prepared);
+        throw bodyError;
+      }).then(() => null, (e) => e);
+      assert.equal(err, bodyError);
+      assert.deepEqual(calls, [true]);
+      assert.deepEqual(recorder.sent, [
+        ['PK.PREPARE', ns, 'alice', 'cmd-1'],
+        ['PK.GETVALUE', ns, 'alice'],
+        ['PK.ROLLBACK', ns, 'alice', 'IFEQ', 'cmd-1'],
+      ]);
+      assert.equal(await pk.getValue(ns, 'alice'), null, 'ours, so released');
+    });
+
+    test('1. prepare false, the read fails: that error, the body not run', async () => {
+      const ns = unique('using');
+      await pk.prepare(ns, 'alice', 'theirs');
+      const routed = wrap(conn.client, (args, forward) =>
+        args[0] === 'PK.GETVALUE' ? forward(args, down.client) : forward(args));
+      let ran = 0;
+      const err = await new Prepkey(routed).usingPrepare(ns, 'alice', 'mine', async () => { ran++; }).then(() => null, (e) => e);
+      assert.ok(err instanceof UnavailableError, `got ${err}`);
+      assert.equal(err.command, 'PK.GETVALUE');
+      assert.equal(ran, 0);
+      assert.deepEqual(await pk.getValue(ns, 'alice'), { value: 'theirs', expiresAt: null });
+    });
+
     test('2. prepare true, body succeeds: its result, nothing rolled back', async () => {
       const ns = unique('using');
       const recorder = wrap(conn.client);
