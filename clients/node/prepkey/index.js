@@ -317,7 +317,10 @@ function isZeroCursor(cursor) {
  * Values and keys are returned as strings (UTF-8), or as Buffers when built
  * with `{ buffers: true }`. Argument errors (TypeError, RangeError) are raised
  * before anything is sent; a sidecar error is a PrepkeyError (UnavailableError,
- * MismatchError); a transport error is passed through as the library raised it.
+ * MismatchError); a transport error is passed through as the library raised it
+ * (outcomeUnknown tells which errors leave the outcome open). The client is
+ * the caller's: the helper only sends commands through it, and never
+ * connects, closes or reconfigures it.
  */
 class Prepkey {
   #send;
