@@ -12,6 +12,7 @@
 #   clients/run.sh python     # some: python go ioredis node-redis ruby php
 #                             #   python-helper python-redis6-helper python-package-helper
 #                             #   node-helper node-helper-types
+#                             #   node-package (npm pack, install the tarball, its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,7 +54,7 @@ freeport() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(python go ioredis node-redis ruby php python-helper python-redis6-helper python-package-helper node-helper node-helper-types)
+[ ${#names[@]} -gt 0 ] || names=(python go ioredis node-redis ruby php python-helper python-redis6-helper python-package-helper node-helper node-helper-types node-package)
 
 serve example --backend "file:$dir/data"
 example_addr=$addr
@@ -61,7 +62,7 @@ example_addr=$addr
 # The helpers' suites need a real Redis behind one of their sidecars, and
 # a sidecar whose Redis is not there (every PK command: -UNAVAILABLE).
 helpers=false
-for name in "${names[@]}"; do [[ $name == *-helper ]] && helpers=true; done
+for name in "${names[@]}"; do [[ $name == *-helper || $name == node-package ]] && helpers=true; done
 if $helpers; then
 	redis_port=$(freeport)
 	redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
@@ -94,9 +95,13 @@ declare -A suite=(
 	# The built sdist and wheel: metadata checked, the wheel installed in a
 	# fresh venv, the README's examples and the tests run against it.
 	[python-package-helper]="clients/python/prepkey/test-package.sh"
-	[node-helper]="node --test --test-reporter=spec clients/node/prepkey/test/errors.test.js clients/node/prepkey/test/operations.test.js clients/node/prepkey/test/using-prepare.test.js"
+	[node-helper]="node --test --test-reporter=spec clients/node/prepkey/test/errors.test.js clients/node/prepkey/test/operations.test.js clients/node/prepkey/test/using-prepare.test.js clients/node/prepkey/test/resilience.test.js clients/node/prepkey/test/key.test.js clients/node/prepkey/test/jackson.test.js clients/node/prepkey/test/readme.test.js"
 	# tsc over index.d.ts and a usage file: no sidecar, so once (50-80 s).
 	[node-helper-types]="node --test --test-reporter=spec clients/node/prepkey/test/types.test.js"
+	# npm pack, the tarball's files, the tarball installed in a fresh
+	# project, the helper's tests and README examples against it; once, on
+	# memory:.
+	[node-package]="clients/node/pack-test.sh"
 )
 ok=0 bad=0
 # run NAME BACKEND ADDR: runs one suite against the sidecar at ADDR.
@@ -117,6 +122,8 @@ for name in "${names[@]}"; do
 	if [[ $name == *-helper ]]; then
 		run "$name" memory: "$memory_addr"
 		run "$name" redis: "$redis_addr"
+	elif [[ $name == node-package ]]; then
+		run "$name" memory: "$memory_addr"
 	else
 		run "$name" file: "$example_addr"
 	fi

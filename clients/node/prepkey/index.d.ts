@@ -7,9 +7,9 @@
 export type Bytes = string | Buffer | Uint8Array;
 
 /**
- * A reservation's expiry: a number is a duration in milliseconds (PX, counted
- * from the backend's clock when the command runs), a Date an absolute time
- * (PXAT). Omitted: forever.
+ * The deprecated `ttl` option: a number is a duration in milliseconds (PX;
+ * it warns once: the Python helper reads a number as seconds), a Date an
+ * absolute time (PXAT). Use ttlMs, ttlSeconds or expiresAt.
  */
 export type Ttl = number | Date;
 
@@ -35,22 +35,42 @@ export interface ScanRecord<V extends string | Buffer = string> extends PrepkeyR
   key: V;
 }
 
-export interface TtlOptions {
-  ttl?: Ttl;
-}
+/**
+ * A reservation's expiry, at most one of these (durations counted from the
+ * backend's clock when the command runs); none: forever.
+ */
+export type TtlOptions =
+  | { ttlMs?: number; ttlSeconds?: undefined; expiresAt?: undefined; ttl?: undefined }
+  | { ttlMs?: undefined; ttlSeconds?: number; expiresAt?: undefined; ttl?: undefined }
+  | { ttlMs?: undefined; ttlSeconds?: undefined; expiresAt?: Date; ttl?: undefined }
+  | {
+      ttlMs?: undefined; ttlSeconds?: undefined; expiresAt?: undefined;
+      /** @deprecated a number is milliseconds here, seconds in Python: use ttlMs, ttlSeconds or expiresAt. */
+      ttl?: Ttl;
+    };
 
-interface ReprepareBase {
+/** prepare's and usingPrepare's options: an expiry and an AbortSignal. */
+export type PrepareOptions = TtlOptions & {
+  /**
+   * Aborted before sending: nothing is sent. Aborted after: the command is
+   * let to finish, a reservation it made is undone, then the signal's reason
+   * is raised (AbortedError when that could not be checked or undone).
+   */
+  signal?: AbortSignal;
+};
+
+interface ReprepareBase<B> {
   /** Replace only when the current value is this one. */
-  ifEq?: Bytes;
+  ifEq?: B;
 }
 
 /**
  * reprepare's options: the new record is forever unless ttl is given;
  * keepTTL keeps its expiry (not both).
  */
-export type ReprepareOptions =
-  | (ReprepareBase & { keepTTL: true; ttl?: undefined })
-  | (ReprepareBase & { keepTTL?: false; ttl?: Ttl });
+export type ReprepareOptions<B = Bytes> =
+  | (ReprepareBase<B> & { keepTTL: true; ttl?: undefined; ttlMs?: undefined; ttlSeconds?: undefined; expiresAt?: undefined })
+  | (ReprepareBase<B> & { keepTTL?: false } & TtlOptions);
 
 interface ScanBase {
   /** Redis glob on keys (`*`, `?`, `[...]`, `\`), applied after records are read. */
@@ -79,7 +99,7 @@ export interface Prepkey<V extends string | Buffer = string> {
   readonly library: 'ioredis' | 'node-redis';
 
   /** PK.PREPARE: true reserved; false a live record holds the key. */
-  prepare(name: string, key: Bytes, value: Bytes, options?: TtlOptions): Promise<boolean>;
+  prepare(name: string, key: Bytes, value: Bytes, options?: PrepareOptions): Promise<boolean>;
   /** PK.GET: the live record's value; null when none or expired. */
   get(name: string, key: Bytes): Promise<V | null>;
   /** PK.GETVALUE: the record, live or expired while retained; null when none. */
@@ -104,11 +124,71 @@ export interface Prepkey<V extends string | Buffer = string> {
    * Prepare, run body(prepared); if the body fails after this call reserved
    * the key, roll back that reservation (IFEQ value) and reject with the
    * body's error; if that rollback fails, reject with the rollback's error,
-   * its `cause` the body's error. An error on prepare rejects without running
-   * the body.
+   * its `cause` the body's error. After a 0, or an error after which the
+   * outcome is unknown, the record is read: holding exactly value, it is
+   * ours (prepared true). Any other error on prepare rejects without
+   * running the body.
    */
-  usingPrepare<T>(name: string, key: Bytes, value: Bytes, body: (prepared: boolean) => T | Promise<T>, options?: TtlOptions): Promise<T>;
+  usingPrepare<T>(name: string, key: Bytes, value: Bytes, body: (prepared: boolean) => T | Promise<T>, options?: PrepareOptions): Promise<T>;
+  /** A handle bound to name, with values of type T through codec (default: Jackson's JSON). */
+  key<T = unknown>(name: string, options?: { codec?: Codec<T> }): PrepareKey<T>;
 }
+
+/** How the typed handle writes and reads values. */
+export interface Codec<T> {
+  encode(value: T): string | Buffer | Uint8Array;
+  decode(bytes: Buffer): T;
+}
+
+/** The PK commands of one namespace with values of type T (Prepkey#key). */
+export declare class PrepareKey<T> {
+  private constructor();
+  readonly name: string;
+  prepare(key: Bytes, value: T, options?: PrepareOptions): Promise<boolean>;
+  get(key: Bytes): Promise<T | null>;
+  getValue(key: Bytes): Promise<{ value: T; expiresAt: Date | null } | null>;
+  rollback(key: Bytes): Promise<boolean>;
+  rollbackIfEq(key: Bytes, value: T): Promise<boolean>;
+  reprepare(key: Bytes, value: T, options?: ReprepareOptions<T>): Promise<boolean>;
+  changeKey(oldKey: Bytes, oldValue: T, newKey: Bytes, newValue: T, options?: TtlOptions): Promise<boolean>;
+  usingPrepare<R>(key: Bytes, value: T, body: (prepared: boolean) => R | Promise<R>, options?: PrepareOptions): Promise<R>;
+}
+
+/** A JSON value the Jackson codec writes; Double marks a Kotlin Double. */
+export type JacksonValue =
+  | string | number | bigint | boolean | null | JacksonDouble
+  | readonly JacksonValue[] | { readonly [field: string]: JacksonValue } | ReadonlyMap<string, JacksonValue>;
+
+/** Which numbers are Doubles: 'double' (others are documentation), fields, [element]; '*' any field. */
+export type JacksonSchema =
+  | 'double' | 'int' | 'long' | 'string' | 'boolean' | 'any'
+  | readonly [JacksonSchema] | { readonly [field: string]: JacksonSchema };
+
+/** A number to be written as a Kotlin Double (jackson.double(100) → 100.0). */
+export declare class JacksonDouble {
+  private constructor();
+  readonly value: number;
+}
+
+/** JSON as Jackson writes a Kotlin data class (clients/testdata/jackson.json). */
+export declare const jackson: {
+  /** Mark a number as a Double: 100 is written 100.0. */
+  double(value: number): JacksonDouble;
+  /** The JSON text of value. */
+  stringify(value: JacksonValue, schema?: JacksonSchema): string;
+  /** A codec: encode writes Jackson's bytes, decode is JSON.parse. */
+  codec<T = any>(schema?: JacksonSchema): Codec<T>;
+  /** x as Java's Double.toString writes it. */
+  formatDouble(x: number): string;
+};
+
+/**
+ * True when err leaves open whether the command took effect (-UNAVAILABLE,
+ * a connection lost or reset while the reply was awaited, a timeout, an
+ * AbortedError): read the record before deciding. False for a refused
+ * connection, a closed or offline client, other replies and argument errors.
+ */
+export declare function outcomeUnknown(err: unknown): boolean;
 
 /**
  * new Prepkey(client): keys and values come back as strings (UTF-8);
@@ -141,3 +221,12 @@ export class UnavailableError extends PrepkeyError {}
 
 /** -MISMATCH: changeKey's old key has no record with that value; nothing changed. */
 export class MismatchError extends PrepkeyError {}
+
+/**
+ * A prepare aborted after it was sent whose reservation could not be checked
+ * or undone: it may exist. `reason` is the signal's, `cause` the error of
+ * the check or rollback.
+ */
+export class AbortedError extends PrepkeyError {
+  readonly reason: unknown;
+}

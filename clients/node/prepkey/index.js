@@ -7,6 +7,7 @@
 // application configured them. Replies are read as Buffers so that keys and
 // values round-trip byte for byte whatever the client's decoding settings.
 'use strict';
+const jackson = require('./jackson');
 
 // What the sidecar accepts as a namespace (docs/protocol.md, Words). Checked
 // here because it is fixed; key and value size limits are sidecar flags, so
@@ -53,9 +54,23 @@ class UnavailableError extends PrepkeyError {}
  */
 class MismatchError extends PrepkeyError {}
 
+/**
+ * A prepare was aborted (options.signal) after PK.PREPARE was sent, and the
+ * helper could not find out whether it reserved the key, or could not undo
+ * it: `cause` is the error of that check or rollback, `reason` the signal's
+ * reason. The reservation may exist (outcomeUnknown is true): check with
+ * getValue. When the check succeeds the signal's reason is raised instead.
+ */
+class AbortedError extends PrepkeyError {
+  constructor(message, details = {}) {
+    super(message, { code: 'ABORTED', command: details.command, cause: details.cause });
+    this.reason = details.reason;
+  }
+}
+
 // Each class names itself (err.name, and what util.inspect prints), as
 // Node's own errors do, on the prototype where it can still be overridden.
-for (const type of [PrepkeyError, UnavailableError, MismatchError]) {
+for (const type of [PrepkeyError, UnavailableError, MismatchError, AbortedError]) {
   Object.defineProperty(type.prototype, 'name', { value: type.name, writable: true, configurable: true });
 }
 
@@ -70,6 +85,62 @@ function isReplyError(err) {
     if (proto.constructor && proto.constructor.name === 'ErrorReply') return true;
   }
   return false;
+}
+
+// Class names (anywhere in the prototype chain) of the errors after which a
+// command may or may not have run: node-redis's socket closed or timed out
+// while commands waited for their replies (SocketClosedUnexpectedlyError,
+// SocketTimeoutError, TimeoutError and its maintenance subclasses, a
+// ReconnectStrategyError wrapping one of those), ioredis's
+// MaxRetriesPerRequestError (a command sent, the connection lost, resends
+// exhausted). ConnectionTimeoutError is node-redis failing to connect, but a
+// command queued before a reconnect may have been sent on the connection
+// that was lost, so it counts too.
+const UNKNOWN_CLASSES = new Set([
+  'SocketClosedUnexpectedlyError', 'SocketTimeoutError', 'ConnectionTimeoutError', 'TimeoutError',
+  'SocketTimeoutDuringMaintenanceError', 'CommandTimeoutDuringMaintenanceError', 'MaxRetriesPerRequestError',
+]);
+
+// ioredis raises plain Errors with these messages: every pending command
+// when the connection closes for good, and a command past commandTimeout.
+const UNKNOWN_MESSAGES = new Set(['Connection is closed.', 'Command timed out']);
+
+// Node's socket error codes when an open connection broke: bytes may have
+// been written. ECONNREFUSED (and a DNS failure) is not here: no connection
+// was made, so nothing was sent (see outcomeUnknown).
+const UNKNOWN_CODES = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED']);
+
+function classNames(err) {
+  const names = [];
+  for (let proto = Object.getPrototypeOf(err); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    if (proto.constructor) names.push(proto.constructor.name);
+  }
+  return names;
+}
+
+/**
+ * outcomeUnknown(err) is true when err leaves open whether the command took
+ * effect, so that the caller must read the record (getValue) before
+ * deciding: the sidecar's -UNAVAILABLE (its backend failed or timed out),
+ * a connection that closed or reset while the reply was awaited, a timeout,
+ * an AbortedError (aborted after sending, not resolved). False for replies
+ * that say the command did not run (ERR …, MISMATCH, NOAUTH), argument
+ * errors, a client that was closed or offline before the command was sent
+ * (node-redis ClientClosedError, ClientOfflineError, AbortError), a signal's
+ * own reason, and a refused connection (ECONNREFUSED: no connection
+ * existed, so nothing of the command left the process; retrying is safe).
+ * Errors it does not know are false: it answers for the errors of ioredis,
+ * node-redis, Node's sockets and this package.
+ */
+function outcomeUnknown(err) {
+  if (!(err instanceof Error)) return false;
+  if (err instanceof UnavailableError || err instanceof AbortedError) return true;
+  if (isReplyError(err)) return /^UNAVAILABLE( |$)/.test(err.message);
+  const names = classNames(err);
+  if (names.some((name) => UNKNOWN_CLASSES.has(name))) return true;
+  if (names.includes('ReconnectStrategyError')) return outcomeUnknown(err.originalError ?? err.socketError);
+  if (UNKNOWN_CODES.has(err.code)) return true;
+  return names.at(-1) === 'Error' && names.length === 1 && UNKNOWN_MESSAGES.has(err.message);
 }
 
 // translate turns a reply error into this package's types and passes any
@@ -150,23 +221,71 @@ function checkOptions(options, allowed) {
   return options;
 }
 
-// ttlArgs turns a ttl into its TTL option: a number is a duration in
-// milliseconds (PX, counted from the backend's clock when the command runs),
-// a Date an absolute expiry (PXAT). No ttl: the reservation is forever.
-function ttlArgs(ttl) {
-  if (ttl === undefined || ttl === null) return [];
+// The options that set a reservation's expiry; at most one of them. Omitted:
+// the reservation is forever.
+const TTL_OPTIONS = ['ttlMs', 'ttlSeconds', 'expiresAt', 'ttl'];
+
+// ttlArgs turns the expiry option of options into its TTL words:
+// - ttlMs: a positive integer number of milliseconds, PX;
+// - ttlSeconds: a positive number of seconds, EX when whole, else PX with
+//   millisecond precision (0.25 is PX 250; finer than a millisecond is an
+//   error rather than a silent rounding);
+// - expiresAt: a Date, an absolute expiry, PXAT;
+// - ttl (deprecated): a number of milliseconds (PX) or a Date (PXAT). A
+//   bare number read as milliseconds here and as seconds in the Python
+//   helper, so it warns once (DeprecationWarning PREPKEY_TTL_NUMBER).
+// Durations are counted from the backend's clock when the command runs.
+function ttlArgs(options, deprecation) {
+  const given = TTL_OPTIONS.filter((name) => options[name] !== undefined && options[name] !== null);
+  if (given.length === 0) return [];
+  if (given.length > 1) throw new TypeError(`options ${given.join(' and ')} cannot be used together`);
+  const [option] = given;
+  const ttl = options[option];
+  if (option === 'ttlMs') {
+    if (typeof ttl !== 'number') throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(ttl)}`);
+    if (!Number.isSafeInteger(ttl) || ttl <= 0) throw new RangeError(`ttlMs must be a positive integer number of milliseconds, got ${ttl}`);
+    return ['PX', String(ttl)];
+  }
+  if (option === 'ttlSeconds') {
+    if (typeof ttl !== 'number') throw new TypeError(`ttlSeconds must be a number of seconds, got ${describe(ttl)}`);
+    const ms = Math.round(ttl * 1000);
+    if (!(ttl > 0) || !Number.isSafeInteger(ms) || Math.abs(ttl * 1000 - ms) > 1e-6 * Math.max(1, ms)) {
+      throw new RangeError(`ttlSeconds must be a positive number of seconds in whole milliseconds, got ${ttl}`);
+    }
+    return Number.isInteger(ttl) ? ['EX', String(ttl)] : ['PX', String(ms)];
+  }
+  if (ttl instanceof Date) {
+    const at = ttl.getTime();
+    if (Number.isNaN(at)) throw new RangeError(`${option} is an invalid Date`);
+    return ['PXAT', String(at)];
+  }
+  if (option === 'expiresAt') throw new TypeError(`expiresAt must be a Date, got ${describe(ttl)}`);
   if (typeof ttl === 'number') {
     if (!Number.isSafeInteger(ttl) || ttl <= 0) {
       throw new RangeError(`ttl must be a positive integer number of milliseconds, got ${ttl}`);
     }
+    deprecation();
     return ['PX', String(ttl)];
   }
-  if (ttl instanceof Date) {
-    const at = ttl.getTime();
-    if (Number.isNaN(at)) throw new RangeError('ttl is an invalid Date');
-    return ['PXAT', String(at)];
-  }
   throw new TypeError(`ttl must be a number of milliseconds or a Date, got ${describe(ttl)}`);
+}
+
+// warnTtlNumber warns, once per process, that a bare ttl number is
+// deprecated.
+let warnedTtlNumber = false;
+function warnTtlNumber() {
+  if (warnedTtlNumber) return;
+  warnedTtlNumber = true;
+  process.emitWarning('prepkey: a number `ttl` is milliseconds here and seconds in the Python helper; ' +
+    'use ttlMs, ttlSeconds or expiresAt (a Date)', { type: 'DeprecationWarning', code: 'PREPKEY_TTL_NUMBER' });
+}
+
+function checkSignal(signal) {
+  if (signal === undefined) return undefined;
+  if (signal === null || typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.throwIfAborted !== 'function') {
+    throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
+  }
+  return signal;
 }
 
 function toInteger(reply, command) {
@@ -198,7 +317,10 @@ function isZeroCursor(cursor) {
  * Values and keys are returned as strings (UTF-8), or as Buffers when built
  * with `{ buffers: true }`. Argument errors (TypeError, RangeError) are raised
  * before anything is sent; a sidecar error is a PrepkeyError (UnavailableError,
- * MismatchError); a transport error is passed through as the library raised it.
+ * MismatchError); a transport error is passed through as the library raised it
+ * (outcomeUnknown tells which errors leave the outcome open). The client is
+ * the caller's: the helper only sends commands through it, and never
+ * connects, closes or reconfigures it.
  */
 class Prepkey {
   #send;
@@ -230,10 +352,18 @@ class Prepkey {
     return this.#buffers ? buffer : buffer.toString('utf8');
   }
 
-  /** PK.PREPARE: true reserved; false a live record holds the key. */
+  /**
+   * PK.PREPARE: true reserved; false a live record holds the key. With
+   * options.signal: aborted before sending, nothing is sent; aborted after,
+   * the command is let to finish (it cannot be taken back from the wire),
+   * a reservation it made is undone (PK.ROLLBACK … IFEQ value; after a 0 or
+   * an outcome-unknown error, PK.GETVALUE first: our value is ours), and
+   * then the signal's reason is raised (AbortedError when that could not be
+   * checked or undone).
+   */
   async prepare(name, key, value, options) {
-    const args = prepareArgs(name, key, value, options);
-    return toBoolean(await this.#call(args), 'PK.PREPARE');
+    const { args, signal } = prepareArgs(name, key, value, options);
+    return this.#prepare(args, signal, false);
   }
 
   /** PK.GET: the live record's value, or null (none, or expired). */
@@ -275,12 +405,15 @@ class Prepkey {
    * live record, or ifEq differs.
    */
   async reprepare(name, key, value, options) {
-    const { ifEq, keepTTL = false, ttl } = checkOptions(options, ['ifEq', 'keepTTL', 'ttl']);
+    const opts = checkOptions(options, ['ifEq', 'keepTTL', ...TTL_OPTIONS]);
+    const { ifEq, keepTTL = false } = opts;
     const args = ['PK.REPREPARE', checkName(name), checkKey(key), checkBytes(value, 'value')];
     if (ifEq !== undefined) args.push('IFEQ', checkBytes(ifEq, 'ifEq'));
     if (typeof keepTTL !== 'boolean') throw new TypeError(`keepTTL must be a boolean, got ${describe(keepTTL)}`);
-    const ttlOption = ttlArgs(ttl);
-    if (keepTTL && ttlOption.length > 0) throw new TypeError('options keepTTL and ttl cannot be used together');
+    const ttlOption = ttlArgs(opts, warnTtlNumber);
+    if (keepTTL && ttlOption.length > 0) {
+      throw new TypeError(`options keepTTL and ${TTL_OPTIONS.find((n) => opts[n] !== undefined && opts[n] !== null)} cannot be used together`);
+    }
     if (keepTTL) args.push('KEEPTTL');
     args.push(...ttlOption);
     return toBoolean(await this.#call(args), 'PK.REPREPARE');
@@ -293,11 +426,14 @@ class Prepkey {
    * no record with oldValue (nothing changed).
    */
   async changeKey(name, oldKey, oldValue, newKey, newValue, options) {
-    const { ttl } = checkOptions(options, ['ttl']);
+    const opts = checkOptions(options, TTL_OPTIONS);
     const args = [
       'PK.REPREPARE', checkName(name), checkKey(newKey, 'newKey'), checkBytes(newValue, 'newValue'),
-      'FROM', checkKey(oldKey, 'oldKey'), 'IFEQ', checkBytes(oldValue, 'oldValue'), ...ttlArgs(ttl),
+      'FROM', checkKey(oldKey, 'oldKey'), 'IFEQ', checkBytes(oldValue, 'oldValue'), ...ttlArgs(opts, warnTtlNumber),
     ];
+    // The sidecar refuses it too (ERR FROM key must differ…); refused here,
+    // as the Go and Python helpers do, without a round trip.
+    if (Buffer.from(args[2]).equals(Buffer.from(args[5]))) throw new RangeError('oldKey and newKey must differ');
     return toBoolean(await this.#call(args), 'PK.REPREPARE');
   }
 
@@ -306,7 +442,7 @@ class Prepkey {
    * true all reserved; false at least one key is held (nothing changed).
    */
   async mprepare(entries, options) {
-    const { ttl } = checkOptions(options, ['ttl']);
+    const opts = checkOptions(options, TTL_OPTIONS);
     if (!Array.isArray(entries)) throw new TypeError(`entries must be an array of [name, key, value], got ${describe(entries)}`);
     if (entries.length < 1 || entries.length > MAX_MPREPARE_ENTRIES) {
       throw new RangeError(`entries must hold 1 to ${MAX_MPREPARE_ENTRIES} [name, key, value], got ${entries.length}`);
@@ -318,7 +454,7 @@ class Prepkey {
       }
       args.push(checkName(entry[0]), checkKey(entry[1], `entries[${i}] key`), checkBytes(entry[2], `entries[${i}] value`));
     });
-    args.push(...ttlArgs(ttl));
+    args.push(...ttlArgs(opts, warnTtlNumber));
     return toBoolean(await this.#call(args), 'PK.MPREPARE');
   }
 
@@ -369,35 +505,196 @@ class Prepkey {
    * The reservation flow: prepare key for value, run body(prepared), and if
    * the body fails after this call reserved the key, release that
    * reservation only (PK.ROLLBACK … IFEQ value), then raise the body's error.
-   * - prepare false: body(false) runs; nothing is rolled back; its result or
-   *   error is the result.
    * - prepare true, body succeeds: its result; nothing rolled back.
    * - prepare true, body fails: rollback IFEQ (its false is not an error),
    *   then the body's error.
+   * - prepare false: the record is read (PK.GETVALUE); when it holds exactly
+   *   value, the reservation is ours (a resent PREPARE, see the README) and
+   *   this is "prepare true". Else body(false) runs; nothing is rolled back;
+   *   its result or error is the result.
+   * - prepare fails with an error after which the outcome is unknown
+   *   (outcomeUnknown: -UNAVAILABLE, a connection lost, a timeout): the
+   *   record is read the same way; ours: "prepare true"; else that error,
+   *   the body not run. Any other error: that error, the body not run.
    * - the rollback fails: the rollback's error, with `cause` the body's error.
-   * - prepare fails (UnavailableError, ...): that error; the body is not run.
+   * - options.signal aborted: before sending, nothing is sent; while the
+   *   PREPARE or the read is awaited, they are let to finish, a reservation
+   *   of ours is undone, the body is not run, and the signal's reason is
+   *   raised (AbortedError when that could not be checked or undone). Once
+   *   the body runs the signal is the body's to watch: its error rolls back
+   *   as any; its result, even after an abort, is returned (the reservation
+   *   stays with the work the body did).
    */
   async usingPrepare(name, key, value, body, options) {
-    const args = prepareArgs(name, key, value, options);
+    const { args, signal } = prepareArgs(name, key, value, options);
     if (typeof body !== 'function') throw new TypeError(`body must be a function, got ${describe(body)}`);
-    const prepared = toBoolean(await this.#call(args), 'PK.PREPARE');
+    const prepared = await this.#prepare(args, signal, true);
     if (!prepared) return await body(false);
     try {
       return await body(true);
     } catch (bodyError) {
       try {
-        await this.rollbackIfEq(name, key, value);
+        await this.#rollbackIfEq(args[1], args[2], args[3]);
       } catch (rollbackError) {
         throw withCause(rollbackError, bodyError);
       }
       throw bodyError;
     }
   }
+
+  // #prepare sends args (a PK.PREPARE) and settles what it did. adopt:
+  // usingPrepare's rule, a 0 or an outcome-unknown error followed by a
+  // read that finds our value counts as reserved. With signal aborted by
+  // the time the command settles, the same read decides, a reservation of
+  // ours is rolled back, and the reason is raised.
+  async #prepare(args, signal, adopt) {
+    signal?.throwIfAborted();
+    const [, name, key, value] = args;
+    let prepared = false;
+    let failure;
+    try {
+      prepared = toBoolean(await this.#call(args), 'PK.PREPARE');
+    } catch (err) {
+      if (!outcomeUnknown(err) || !(adopt || signal?.aborted)) throw err;
+      failure = err;
+    }
+    if (!prepared && (adopt || signal?.aborted)) {
+      try {
+        prepared = await this.#holdsOurs(name, key, value);
+      } catch (readError) {
+        if (signal?.aborted) throw aborted(signal, 'checked', readError);
+        throw failure ?? readError;
+      }
+      if (!prepared && failure !== undefined && !signal?.aborted) throw failure;
+    }
+    if (signal?.aborted) {
+      if (prepared) {
+        try {
+          await this.#rollbackIfEq(name, key, value);
+        } catch (rollbackError) {
+          throw aborted(signal, 'undone', rollbackError);
+        }
+      }
+      throw signal.reason;
+    }
+    return prepared;
+  }
+
+  // #holdsOurs reads the record (PK.GETVALUE, live or expired while
+  // retained) and tells whether it holds exactly value.
+  async #holdsOurs(name, key, value) {
+    const reply = await this.#call(['PK.GETVALUE', name, key]);
+    if (reply === null || reply === undefined) return false;
+    if (!Array.isArray(reply) || reply.length !== 2) {
+      throw new PrepkeyError(`unexpected reply to PK.GETVALUE: ${describe(reply)}`, { command: 'PK.GETVALUE' });
+    }
+    return toBuffer(reply[0]).equals(toBuffer(value));
+  }
+
+  async #rollbackIfEq(name, key, value) {
+    return toBoolean(await this.#call(['PK.ROLLBACK', name, key, 'IFEQ', value]), 'PK.ROLLBACK');
+  }
+
+  /**
+   * A handle bound to one namespace with typed values: key(name, {codec})
+   * encodes values with codec.encode (to a string or Buffer) and decodes
+   * what the sidecar holds with codec.decode. The default codec writes JSON
+   * as Jackson does (jackson.codec()), so that IFEQ matches records Wow
+   * wrote; pass jackson.codec(schema) to mark Double fields.
+   */
+  key(name, options) {
+    const { codec = defaultCodec } = checkOptions(options, ['codec']);
+    if (codec === null || typeof codec !== 'object' || typeof codec.encode !== 'function' || typeof codec.decode !== 'function') {
+      throw new TypeError(`codec must be an object with encode and decode functions, got ${describe(codec)}`);
+    }
+    return new PrepareKey(this, checkName(name), codec);
+  }
+}
+
+function toBuffer(bytes) {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(String(bytes));
+}
+
+// aborted is the error raised when an abort after sending could not be
+// resolved: the reservation may exist.
+function aborted(signal, what, cause) {
+  const message = `PK.PREPARE was aborted after it was sent, and whether it reserved the key could not be ${what}: ${cause?.message ?? cause}`;
+  return new AbortedError(message, { command: 'PK.PREPARE', cause, reason: signal.reason });
+}
+
+const defaultCodec = jackson.codec();
+
+/**
+ * The PK commands of one namespace, with values of type T written and read
+ * through a codec (see Prepkey#key). Keys are strings or Buffers.
+ */
+class PrepareKey {
+  #pk;
+  #codec;
+
+  constructor(pk, name, codec) {
+    this.#pk = pk;
+    this.#codec = codec;
+    this.name = name;
+  }
+
+  #encode(value, what = 'value') {
+    const bytes = this.#codec.encode(value);
+    return checkBytes(bytes, `${what} encoded by the codec`);
+  }
+
+  #decode(bytes) {
+    return bytes === null ? null : this.#codec.decode(toBuffer(bytes));
+  }
+
+  /** PK.PREPARE key codec.encode(value): true reserved; false held. */
+  async prepare(key, value, options) {
+    return this.#pk.prepare(this.name, key, this.#encode(value), options);
+  }
+
+  /** PK.GET: the live record's value, decoded; null when none. */
+  async get(key) {
+    return this.#decode(await this.#pk.get(this.name, key));
+  }
+
+  /** PK.GETVALUE: {value (decoded), expiresAt}; null when no record. */
+  async getValue(key) {
+    const record = await this.#pk.getValue(this.name, key);
+    return record === null ? null : { value: this.#decode(record.value), expiresAt: record.expiresAt };
+  }
+
+  /** PK.ROLLBACK: true deleted; false no record. */
+  async rollback(key) {
+    return this.#pk.rollback(this.name, key);
+  }
+
+  /** PK.ROLLBACK … IFEQ codec.encode(value). */
+  async rollbackIfEq(key, value) {
+    return this.#pk.rollbackIfEq(this.name, key, this.#encode(value));
+  }
+
+  /** PK.REPREPARE with an encoded value (and ifEq, encoded too). */
+  async reprepare(key, value, options) {
+    const opts = { ...checkOptions(options, ['ifEq', 'keepTTL', ...TTL_OPTIONS]) };
+    if (opts.ifEq !== undefined) opts.ifEq = this.#encode(opts.ifEq, 'ifEq');
+    return this.#pk.reprepare(this.name, key, this.#encode(value), opts);
+  }
+
+  /** changeKey with encoded values. */
+  async changeKey(oldKey, oldValue, newKey, newValue, options) {
+    return this.#pk.changeKey(this.name, oldKey, this.#encode(oldValue, 'oldValue'), newKey, this.#encode(newValue, 'newValue'), options);
+  }
+
+  /** usingPrepare with an encoded value (the same rules). */
+  async usingPrepare(key, value, body, options) {
+    return this.#pk.usingPrepare(this.name, key, this.#encode(value), body, options);
+  }
 }
 
 function prepareArgs(name, key, value, options) {
-  const { ttl } = checkOptions(options, ['ttl']);
-  return ['PK.PREPARE', checkName(name), checkKey(key), checkBytes(value, 'value'), ...ttlArgs(ttl)];
+  const opts = checkOptions(options, [...TTL_OPTIONS, 'signal']);
+  const args = ['PK.PREPARE', checkName(name), checkKey(key), checkBytes(value, 'value'), ...ttlArgs(opts, warnTtlNumber)];
+  return { args, signal: checkSignal(opts.signal) };
 }
 
 // withCause attaches the body's error to the rollback's error as `cause`,
@@ -415,4 +712,4 @@ function withCause(rollbackError, bodyError) {
   return wrapped;
 }
 
-module.exports = { Prepkey, PrepkeyError, UnavailableError, MismatchError };
+module.exports = { Prepkey, PrepareKey, PrepkeyError, UnavailableError, MismatchError, AbortedError, outcomeUnknown, jackson };

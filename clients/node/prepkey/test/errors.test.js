@@ -4,7 +4,9 @@
 'use strict';
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { Prepkey, PrepkeyError, UnavailableError } = require('..');
+const { execFile } = require('node:child_process');
+const path = require('node:path');
+const { Prepkey, PrepkeyError, UnavailableError } = require('prepkey');
 const { configs, connect, wrap, unique, unavailablePort } = require('./helpers');
 
 test('Prepkey refuses what is not an ioredis or node-redis client', () => {
@@ -60,6 +62,24 @@ const argumentCases = [
   ['changeKey oldKey empty', (pk) => pk.changeKey(ns, '', 'v', 'new', 'v'), RangeError, 'oldKey must not be empty'],
   ['changeKey newValue a number', (pk) => pk.changeKey(ns, 'old', 'v', 'new', 1), TypeError, 'newValue must be a string or a Buffer, got type number'],
   ['changeKey oldValue null', (pk) => pk.changeKey(ns, 'old', null, 'new', 'v'), TypeError, 'oldValue must be a string or a Buffer, got null'],
+  ['ttlMs 0', (pk) => pk.prepare(ns, 'k', 'v', { ttlMs: 0 }), RangeError, 'ttlMs must be a positive integer number of milliseconds, got 0'],
+  ['ttlMs fractional', (pk) => pk.prepare(ns, 'k', 'v', { ttlMs: 2.5 }), RangeError, 'ttlMs must be a positive integer number of milliseconds, got 2.5'],
+  ['ttlMs a Date', (pk) => pk.prepare(ns, 'k', 'v', { ttlMs: new Date() }), TypeError, 'ttlMs must be a number of milliseconds, got an instance of Date'],
+  ['ttlSeconds 0', (pk) => pk.prepare(ns, 'k', 'v', { ttlSeconds: 0 }), RangeError, 'ttlSeconds must be a positive number of seconds in whole milliseconds, got 0'],
+  ['ttlSeconds finer than a ms', (pk) => pk.prepare(ns, 'k', 'v', { ttlSeconds: 0.0005 }), RangeError, 'ttlSeconds must be a positive number of seconds in whole milliseconds, got 0.0005'],
+  ['ttlSeconds NaN', (pk) => pk.prepare(ns, 'k', 'v', { ttlSeconds: NaN }), RangeError, 'ttlSeconds must be a positive number of seconds in whole milliseconds, got NaN'],
+  ['ttlSeconds a string', (pk) => pk.prepare(ns, 'k', 'v', { ttlSeconds: '5' }), TypeError, 'ttlSeconds must be a number of seconds, got type string'],
+  ['expiresAt a number', (pk) => pk.prepare(ns, 'k', 'v', { expiresAt: 5 }), TypeError, 'expiresAt must be a Date, got type number'],
+  ['expiresAt an invalid Date', (pk) => pk.prepare(ns, 'k', 'v', { expiresAt: new Date('nope') }), RangeError, 'expiresAt is an invalid Date'],
+  ['two ttl options', (pk) => pk.prepare(ns, 'k', 'v', { ttlMs: 5, ttlSeconds: 5 }), TypeError, 'options ttlMs and ttlSeconds cannot be used together'],
+  ['reprepare keepTTL and ttlSeconds', (pk) => pk.reprepare(ns, 'k', 'v', { keepTTL: true, ttlSeconds: 1 }), TypeError, 'options keepTTL and ttlSeconds cannot be used together'],
+  ['changeKey equal keys', (pk) => pk.changeKey(ns, 'alice', 'v', 'alice', 'w'), RangeError, 'oldKey and newKey must differ'],
+  ['changeKey equal bytes', (pk) => pk.changeKey(ns, 'é', 'v', Buffer.from('é'), 'w'), RangeError, 'oldKey and newKey must differ'],
+  ['signal not a signal', (pk) => pk.prepare(ns, 'k', 'v', { signal: {} }), TypeError, 'signal must be an AbortSignal, got an instance of Object'],
+  ['usingPrepare signal null', (pk) => pk.usingPrepare(ns, 'k', 'v', body, { signal: null }), TypeError, 'signal must be an AbortSignal, got null'],
+  ['key codec without decode', (pk) => Promise.resolve().then(() => pk.key(ns, { codec: { encode: String } })), TypeError, 'codec must be an object with encode and decode functions, got an instance of Object'],
+  ['key bad name', (pk) => Promise.resolve().then(() => pk.key('a b')), RangeError, 'invalid namespace name "a b": 1 to 64 of A-Z a-z 0-9 _ . -'],
+  ['typed value the codec cannot write', (pk) => pk.key(ns).prepare('k', { x: undefined }), TypeError, 'x is undefined (use null): it has no JSON form'],
   ['mprepare not an array', (pk) => pk.mprepare({}), TypeError, 'entries must be an array of [name, key, value], got an instance of Object'],
   ['mprepare no entries', (pk) => pk.mprepare([]), RangeError, 'entries must hold 1 to 64 [name, key, value], got 0'],
   ['mprepare 65 entries', (pk) => pk.mprepare(Array.from({ length: 65 }, (_, i) => [ns, `k${i}`, 'v'])), RangeError, 'entries must hold 1 to 64 [name, key, value], got 65'],
@@ -166,5 +186,59 @@ for (const config of configs) {
       assert.ok(!(err instanceof PrepkeyError), `got ${err.name}: ${err.message}`);
       assert.equal(err.message, config.library === 'ioredis' ? 'Connection is closed.' : 'The client is closed');
     });
+  });
+}
+
+// A bare ttl number (milliseconds here, seconds in Python) still works, as
+// PX, and warns once per process; run in a child so that "once" is this
+// test's.
+test('a ttl number: PX as before, one DeprecationWarning per process', async () => {
+  const script = `
+    const { Prepkey } = require(${JSON.stringify(require.resolve('prepkey'))});
+    const sent = [];
+    const pk = new Prepkey({ callBuffer: async (...args) => { sent.push(args); return 1; } });
+    (async () => {
+      await pk.prepare('ns', 'k', 'v', { ttl: 5 });
+      await pk.usingPrepare('ns', 'k', 'v', () => {}, { ttl: 6 });
+      await pk.prepare('ns', 'k', 'v', { ttl: new Date(7) });
+      console.log(JSON.stringify(sent));
+    })();`;
+  const { stdout, stderr } = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', script], (err, out, errOut) => (err ? reject(err) : resolve({ stdout: out, stderr: errOut })));
+  });
+  assert.deepEqual(JSON.parse(stdout), [
+    ['PK.PREPARE', 'ns', 'k', 'v', 'PX', '5'],
+    ['PK.PREPARE', 'ns', 'k', 'v', 'PX', '6'],
+    ['PK.PREPARE', 'ns', 'k', 'v', 'PXAT', '7'],
+  ]);
+  const warnings = stderr.split('\n').filter((line) => line.includes('DeprecationWarning'));
+  assert.deepEqual(warnings.map((line) => line.replace(/^\(node:\d+\) /, '')), [
+    '[PREPKEY_TTL_NUMBER] DeprecationWarning: prepkey: a number `ttl` is milliseconds here and seconds in the Python helper; use ttlMs, ttlSeconds or expiresAt (a Date)',
+  ]);
+});
+
+// The helper never opens a connection, so it never closes one: every
+// operation runs over a client whose quit, disconnect, close and destroy
+// fail the test.
+for (const config of configs) {
+  test(`${config.label}: the helper never closes the client it was given`, async () => {
+    const conn = await connect(config);
+    try {
+      const closed = [];
+      const client = wrap(conn.client);
+      for (const method of ['quit', 'disconnect', 'close', 'destroy', 'end']) client[method] = () => closed.push(method);
+      const pk = new Prepkey(client);
+      const ns = unique('own');
+      await pk.prepare(ns, 'a', 'v', { ttlSeconds: 60 });
+      await pk.usingPrepare(ns, 'b', 'v', async () => { throw new Error('x'); }).catch(() => {});
+      await pk.usingPrepare(ns, 'a', 'v', async (prepared) => prepared);
+      await pk.key(ns).usingPrepare('c', { id: 1 }, async () => true);
+      await pk.changeKey(ns, 'a', 'v', 'a2', 'v');
+      for await (const record of pk.scan(ns)) void record;
+      assert.deepEqual(closed, []);
+      assert.ok(client.sent.length >= 6);
+    } finally {
+      await conn.close();
+    }
   });
 }

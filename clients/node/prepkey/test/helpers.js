@@ -3,6 +3,7 @@
 // client wrappers that record or fail what the helper sends.
 'use strict';
 const { randomBytes } = require('node:crypto');
+const path = require('node:path');
 const Redis = require('ioredis');
 const { createClient } = require('redis');
 
@@ -80,4 +81,9 @@ async function until(what, check) {
   }
 }
 
-module.exports = { configs, connect, wrap, unique, until, unavailablePort };
+// The Jackson bytes shared by the helpers' tests: clients/testdata, or
+// PREPKEY_TESTDATA when these tests run outside the repository (against
+// the installed tarball, clients/run.sh node-package).
+const jacksonFile = path.join(process.env.PREPKEY_TESTDATA || path.join(__dirname, '..', '..', '..', 'testdata'), 'jackson.json');
+
+module.exports = { configs, connect, wrap, unique, until, unavailablePort, jacksonFile };

@@ -3,7 +3,7 @@
 'use strict';
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { Prepkey, PrepkeyError, MismatchError, UnavailableError } = require('..');
+const { Prepkey, PrepkeyError, MismatchError, UnavailableError } = require('prepkey');
 const { configs, connect, wrap, unique, until } = require('./helpers');
 
 // An expiry far enough ahead not to pass during the test.
@@ -89,6 +89,46 @@ for (const config of configs) {
       const { expiresAt } = await pk.getValue(ns, 'k');
       assert.ok(expiresAt.getTime() >= before_ + 60000 - 5 && expiresAt.getTime() <= after_ + 60000 + 5,
         `expiresAt ${expiresAt.getTime()} not within [${before_ + 60000}, ${after_ + 60000}]`);
+    });
+
+    // Each unit reaches the sidecar as its own TTL word: whole seconds EX,
+    // a sub-second ttlSeconds PX in milliseconds (not rounded to a second),
+    // ttlMs PX, a Date PXAT; the expiry the sidecar keeps has ms precision.
+    test('ttlSeconds, ttlMs, expiresAt: EX, PX (sub-second, ms precision), PXAT', async () => {
+      fresh();
+      const recorder = wrap(conn.client);
+      const rec = new Prepkey(recorder);
+      const at = later();
+      const cases = [
+        ['a', { ttlSeconds: 0.25 }, ['PX', '250'], 250],
+        ['b', { ttlSeconds: 5 }, ['EX', '5'], 5000],
+        ['c', { ttlSeconds: 1.5 }, ['PX', '1500'], 1500],
+        ['d', { ttlMs: 1234 }, ['PX', '1234'], 1234],
+        ['e', { expiresAt: at }, ['PXAT', String(at.getTime())], null],
+      ];
+      for (const [key, options, words, ms] of cases) {
+        const from = Date.now();
+        assert.equal(await rec.prepare(ns, key, 'v', options), true);
+        const to = Date.now();
+        assert.deepEqual(recorder.sent.at(-1), ['PK.PREPARE', ns, key, 'v', ...words]);
+        const { expiresAt } = await pk.getValue(ns, key);
+        if (ms === null) {
+          assert.deepEqual(expiresAt, at);
+        } else {
+          assert.ok(expiresAt.getTime() >= from + ms - 5 && expiresAt.getTime() <= to + ms + 5,
+            `${key}: expiresAt ${expiresAt.getTime()} not within [${from + ms}, ${to + ms}]`);
+        }
+      }
+      // The quarter second passes: the reservation is gone, not kept for a
+      // whole second.
+      await until('the 250 ms reservation to expire', async () => (await pk.get(ns, 'a')) === null);
+      // The same units on the other commands.
+      assert.equal(await rec.reprepare(ns, 'b', 'v2', { ttlSeconds: 0.5 }), true);
+      assert.deepEqual(recorder.sent.at(-1), ['PK.REPREPARE', ns, 'b', 'v2', 'PX', '500']);
+      assert.equal(await rec.changeKey(ns, 'b', 'v2', 'b2', 'v2', { ttlSeconds: 60 }), true);
+      assert.deepEqual(recorder.sent.at(-1), ['PK.REPREPARE', ns, 'b2', 'v2', 'FROM', 'b', 'IFEQ', 'v2', 'EX', '60']);
+      assert.equal(await rec.mprepare([[ns, 'f', 'v']], { ttlMs: 60000 }), true);
+      assert.deepEqual(recorder.sent.at(-1), ['PK.MPREPARE', '1', ns, 'f', 'v', 'PX', '60000']);
     });
 
     test('an expired reservation: get null, getValue retained, prepare again', async () => {
@@ -264,7 +304,6 @@ for (const config of configs) {
         [() => pk.prepare(ns, 'k', 'v', { ttl: new Date(Date.now() - 60000) }), "ERR invalid expire time in 'pk.prepare' command"],
         [() => pk.prepare(ns, 'k'.repeat(1025), 'v'), 'ERR key is larger than max-key-bytes (1024)'],
         [() => pk.mprepare([[ns, 'k', 'v'], [ns, 'k', 'w']]), "ERR duplicate key in 'pk.mprepare'"],
-        [() => pk.changeKey(ns, 'k', 'v', 'k', 'v'), 'ERR FROM key must differ from the new key'],
       ];
       for (const [call, message] of cases) {
         const err = await call().then(() => null, (e) => e);

@@ -6,7 +6,7 @@
 'use strict';
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { Prepkey, PrepkeyError, UnavailableError } = require('..');
+const { Prepkey, PrepkeyError, UnavailableError } = require('prepkey');
 const { configs, connect, wrap, unique, unavailablePort } = require('./helpers');
 
 for (const config of configs) {
@@ -35,7 +35,8 @@ for (const config of configs) {
       });
       assert.equal(result, 'body result');
       assert.deepEqual(calls, [false]);
-      assert.deepEqual(recorder.sent, [['PK.PREPARE', ns, 'alice', 'mine']]);
+      // After the 0 the record is read: another value, so not ours.
+      assert.deepEqual(recorder.sent, [['PK.PREPARE', ns, 'alice', 'mine'], ['PK.GETVALUE', ns, 'alice']]);
       assert.deepEqual(await pk.getValue(ns, 'alice'), { value: 'theirs', expiresAt: null });
     });
 
@@ -49,7 +50,42 @@ for (const config of configs) {
         throw bodyError;
       }).then(() => null, (e) => e);
       assert.equal(err, bodyError);
-      assert.deepEqual(recorder.sent, [['PK.PREPARE', ns, 'alice', 'mine']]);
+      // After the 0 the record is read: another value, so not ours.
+      assert.deepEqual(recorder.sent, [['PK.PREPARE', ns, 'alice', 'mine'], ['PK.GETVALUE', ns, 'alice']]);
+      assert.deepEqual(await pk.getValue(ns, 'alice'), { value: 'theirs', expiresAt: null });
+    });
+
+    test('1. prepare false, the record holds our own value (a resent PREPARE): ours, body(true)', async () => {
+      const ns = unique('using');
+      // What a PREPARE that ran, lost its reply and was resent finds.
+      await pk.prepare(ns, 'alice', 'cmd-1');
+      const recorder = wrap(conn.client);
+      const calls = [];
+      const bodyError = new Error('the body failed');
+      const err = await new Prepkey(recorder).usingPrepare(ns, 'alice', 'cmd-1', async (prepared) => {
+        calls.push(prepared);
+        throw bodyError;
+      }).then(() => null, (e) => e);
+      assert.equal(err, bodyError);
+      assert.deepEqual(calls, [true]);
+      assert.deepEqual(recorder.sent, [
+        ['PK.PREPARE', ns, 'alice', 'cmd-1'],
+        ['PK.GETVALUE', ns, 'alice'],
+        ['PK.ROLLBACK', ns, 'alice', 'IFEQ', 'cmd-1'],
+      ]);
+      assert.equal(await pk.getValue(ns, 'alice'), null, 'ours, so released');
+    });
+
+    test('1. prepare false, the read fails: that error, the body not run', async () => {
+      const ns = unique('using');
+      await pk.prepare(ns, 'alice', 'theirs');
+      const routed = wrap(conn.client, (args, forward) =>
+        args[0] === 'PK.GETVALUE' ? forward(args, down.client) : forward(args));
+      let ran = 0;
+      const err = await new Prepkey(routed).usingPrepare(ns, 'alice', 'mine', async () => { ran++; }).then(() => null, (e) => e);
+      assert.ok(err instanceof UnavailableError, `got ${err}`);
+      assert.equal(err.command, 'PK.GETVALUE');
+      assert.equal(ran, 0);
       assert.deepEqual(await pk.getValue(ns, 'alice'), { value: 'theirs', expiresAt: null });
     });
 
@@ -176,7 +212,9 @@ for (const config of configs) {
       assert.equal(err.command, 'PK.PREPARE');
       assert.equal(err.cause, undefined);
       assert.equal(ran, 0);
-      assert.deepEqual(recorder.sent, [['PK.PREPARE', ns, 'alice', 'mine']]);
+      // The outcome is unknown, so the record is read; that fails too: the
+      // PREPARE's error, as the caller must still find out.
+      assert.deepEqual(recorder.sent, [['PK.PREPARE', ns, 'alice', 'mine'], ['PK.GETVALUE', ns, 'alice']]);
     });
   });
 }

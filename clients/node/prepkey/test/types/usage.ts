@@ -5,6 +5,7 @@ import Redis from 'ioredis';
 import { createClient, createClientPool, createCluster } from 'redis';
 import {
   Prepkey, PrepkeyError, UnavailableError, MismatchError, PrepkeyRecord, ScanRecord,
+  AbortedError, PrepareKey, Codec, jackson, outcomeUnknown,
 } from '../..';
 
 async function usage(): Promise<void> {
@@ -48,6 +49,50 @@ async function usage(): Promise<void> {
       const message: string = err.message;
     }
   }
+
+  // Explicit units, a signal, the typed handle.
+  await ioredis.prepare('username', 'alice', 'v', { ttlSeconds: 0.25, signal: AbortSignal.timeout(1000) });
+  await nodeRedis.usingPrepare('username', 'alice', 'v', async () => 1, { ttlMs: 1500, signal: new AbortController().signal });
+  await ioredis.mprepare([['username', 'alice', 'u1']], { expiresAt: new Date() });
+  await ioredis.reprepare('username', 'alice', 'v', { ttlSeconds: 5 });
+  interface User { userId: string; name: string }
+  const users: PrepareKey<User> = ioredis.key<User>('username');
+  const reservedUser: boolean = await users.prepare('alice', { userId: '42', name: 'Alice' }, { ttlSeconds: 60 });
+  const user: User | null = await users.get('alice');
+  const userRecord = await users.getValue('alice');
+  const userExpiry: Date | null | undefined = userRecord?.expiresAt;
+  const userValue: User | undefined = userRecord?.value;
+  await users.reprepare('alice', { userId: '42', name: 'A' }, { ifEq: { userId: '42', name: 'Alice' }, keepTTL: true });
+  await users.changeKey('alice', { userId: '42', name: 'A' }, 'alice2', { userId: '42', name: 'A' });
+  await users.rollbackIfEq('alice2', { userId: '42', name: 'A' });
+  await users.rollback('alice2');
+  const sent: 'sent' | 'taken' = await users.usingPrepare('bob', { userId: '7', name: 'Bob' }, async (p) => (p ? 'sent' : 'taken'));
+  interface Price { sku: string; amount: number }
+  const codec: Codec<Price> = jackson.codec<Price>({ amount: 'double' });
+  const prices = nodeRedis.key('price', { codec });
+  await prices.prepare('A-1', { sku: 'A-1', amount: 100 });
+  const json: string = jackson.stringify({ x: jackson.double(100), l: 9007199254740993n, tags: [], m: new Map([['a', 1]]) });
+  const maybe: boolean = outcomeUnknown(new Error('x'));
+  try {
+    await users.prepare('alice', { userId: '1', name: 'x' });
+  } catch (err) {
+    if (err instanceof AbortedError) {
+      const reason: unknown = err.reason;
+      const code: string | undefined = err.code;
+    }
+  }
+  // @ts-expect-error a typed value of another shape
+  await users.prepare('alice', { id: 42 });
+  // @ts-expect-error two units at once
+  await ioredis.prepare('username', 'alice', 'v', { ttlMs: 5, ttlSeconds: 5 });
+  // @ts-expect-error keepTTL with a unit
+  await ioredis.reprepare('username', 'alice', 'v', { keepTTL: true, ttlSeconds: 5 });
+  // @ts-expect-error a signal is an AbortSignal
+  await ioredis.prepare('username', 'alice', 'v', { signal: true });
+  // @ts-expect-error expiresAt is a Date
+  await ioredis.prepare('username', 'alice', 'v', { expiresAt: 5 });
+  // @ts-expect-error the Jackson schema knows no float
+  jackson.codec({ amount: 'float' });
 
   // @ts-expect-error a number is not a value
   await ioredis.prepare('username', 'alice', 42);
