@@ -54,7 +54,7 @@ func TestClusterClient(t *testing.T) {
 					}
 				}))
 			})
-			pk, ctx, ns := client.New(cc), t.Context(), uniqueNS(t)
+			pk, ctx, ns := client.New(cc), testContext(t), uniqueNS(t)
 			direct := []*client.Client{client.New(a.client(t, proto, &recorder{})), client.New(b.client(t, proto, &recorder{}))}
 
 			const n = 20
@@ -120,7 +120,7 @@ func TestRing(t *testing.T) {
 				Password: password, Protocol: proto, MaxRetries: -1,
 			})
 			t.Cleanup(func() { ring.Close() })
-			pk, ctx, ns := client.New(ring), t.Context(), uniqueNS(t)
+			pk, ctx, ns := client.New(ring), testContext(t), uniqueNS(t)
 			direct := client.New(b.client(t, proto, &recorder{}))
 			for i := range 10 {
 				ok, err := pk.Prepare(ctx, ns, fmt.Sprint("k", i), []byte(fmt.Sprint("v", i)))

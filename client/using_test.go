@@ -36,11 +36,11 @@ func TestUsingPrepare(t *testing.T) {
 		rollbackIfEq := func(key string) []string { return []string{"PK.ROLLBACK", ns, key, "IFEQ", string(v)} }
 
 		t.Run("1 prepared false: body runs with false, nothing rolled back, its error as is", func(t *testing.T) {
-			_, err := pk.Prepare(t.Context(), ns, "taken", []byte("other"))
+			_, err := pk.Prepare(testContext(t), ns, "taken", []byte("other"))
 			require.NoError(t, err)
 			tg.rec.take()
 			var calls []bool
-			err = pk.UsingPrepare(t.Context(), ns, "taken", v, func(_ context.Context, prepared bool) error {
+			err = pk.UsingPrepare(testContext(t), ns, "taken", v, func(_ context.Context, prepared bool) error {
 				calls = append(calls, prepared)
 				return errBody
 			})
@@ -49,7 +49,7 @@ func TestUsingPrepare(t *testing.T) {
 			require.Equal(t, [][]string{prepare("taken")}, tg.rec.take())
 			requireRecord(t, pk, ns, "taken", "other", time.Time{})
 
-			got, err := client.UsingPrepareResult(t.Context(), pk, ns, "taken", v, func(_ context.Context, prepared bool) (string, error) {
+			got, err := client.UsingPrepareResult(testContext(t), pk, ns, "taken", v, func(_ context.Context, prepared bool) (string, error) {
 				return fmt.Sprint("prepared=", prepared), nil
 			})
 			require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestUsingPrepare(t *testing.T) {
 		t.Run("2 prepared true, body succeeds: nothing rolled back, its result", func(t *testing.T) {
 			at := pxat(time.Hour)
 			tg.rec.take()
-			got, err := client.UsingPrepareResult(t.Context(), pk, ns, "ok", v, func(ctx context.Context, prepared bool) (int, error) {
+			got, err := client.UsingPrepareResult(testContext(t), pk, ns, "ok", v, func(ctx context.Context, prepared bool) (int, error) {
 				require.True(t, prepared)
 				requireRecord(t, pk, ns, "ok", string(v), at) // held while the body runs
 				return 42, nil
@@ -75,7 +75,7 @@ func TestUsingPrepare(t *testing.T) {
 
 		t.Run("3 prepared true, body fails: ROLLBACK IFEQ, then the body's error", func(t *testing.T) {
 			tg.rec.take()
-			got, err := client.UsingPrepareResult(t.Context(), pk, ns, "fails", v, func(context.Context, bool) (string, error) {
+			got, err := client.UsingPrepareResult(testContext(t), pk, ns, "fails", v, func(context.Context, bool) (string, error) {
 				return "partial", errBody
 			})
 			require.True(t, err == errBody, "got %v", err)
@@ -85,7 +85,7 @@ func TestUsingPrepare(t *testing.T) {
 		})
 
 		t.Run("3 ... the record was replaced meanwhile: the rollback's :0 is no error, the other kept", func(t *testing.T) {
-			err := pk.UsingPrepare(t.Context(), ns, "replaced", v, func(ctx context.Context, prepared bool) error {
+			err := pk.UsingPrepare(testContext(t), ns, "replaced", v, func(ctx context.Context, prepared bool) error {
 				ok, err := pk.Reprepare(ctx, ns, "replaced", []byte("theirs"))
 				require.NoError(t, err)
 				require.True(t, ok)
@@ -105,7 +105,7 @@ func TestUsingPrepare(t *testing.T) {
 			})
 			defer tg.rec.setAround(nil)
 			tg.rec.take()
-			err := pk.UsingPrepare(t.Context(), ns, "stuck", v, func(context.Context, bool) error { return errBody })
+			err := pk.UsingPrepare(testContext(t), ns, "stuck", v, func(context.Context, bool) error { return errBody })
 			var rbErr *client.RollbackError
 			require.ErrorAs(t, err, &rbErr)
 			require.ErrorIs(t, rbErr.Rollback, client.ErrUnavailable)
@@ -127,7 +127,7 @@ func TestUsingPrepare(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					err := pk.UsingPrepare(t.Context(), ns, "raced", []byte(fmt.Sprint(i)), func(ctx context.Context, prepared bool) error {
+					err := pk.UsingPrepare(testContext(t), ns, "raced", []byte(fmt.Sprint(i)), func(ctx context.Context, prepared bool) error {
 						if !prepared {
 							losers <- i
 							return nil
@@ -160,14 +160,14 @@ func TestUsingPrepare(t *testing.T) {
 		t.Run("the body panics: rolled back, the panic goes on", func(t *testing.T) {
 			tg.rec.take()
 			require.PanicsWithValue(t, "boom", func() {
-				_ = pk.UsingPrepare(t.Context(), ns, "panics", v, func(context.Context, bool) error { panic("boom") })
+				_ = pk.UsingPrepare(testContext(t), ns, "panics", v, func(context.Context, bool) error { panic("boom") })
 			})
 			require.Equal(t, [][]string{prepare("panics"), rollbackIfEq("panics")}, tg.rec.take())
 			requireNoRecord(t, pk, ns, "panics")
 		})
 
 		t.Run("ctx cancelled between the prepare and the body: body not run, rolled back, ctx's error", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx, cancel := context.WithCancel(testContext(t))
 			defer cancel()
 			tg.rec.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 				err := next(ctx, cmd)
@@ -189,7 +189,7 @@ func TestUsingPrepare(t *testing.T) {
 		})
 
 		t.Run("ctx cancelled between the prepare and the body, the rollback fails", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx, cancel := context.WithCancel(testContext(t))
 			defer cancel()
 			tg.rec.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 				switch cmd.Name() {
@@ -217,7 +217,7 @@ func TestUsingPrepare(t *testing.T) {
 		})
 
 		t.Run("the body fails because ctx was cancelled: still rolled back", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx, cancel := context.WithCancel(testContext(t))
 			defer cancel()
 			tg.rec.take()
 			err := pk.UsingPrepare(ctx, ns, "body-cancelled", v, func(ctx context.Context, prepared bool) error {
@@ -243,7 +243,7 @@ func TestUsingPrepare(t *testing.T) {
 			defer tg.rec.setAround(nil)
 			tg.rec.take()
 			ran := false
-			err := pk.UsingPrepare(t.Context(), ns, "lost", v, func(context.Context, bool) error { ran = true; return nil })
+			err := pk.UsingPrepare(testContext(t), ns, "lost", v, func(context.Context, bool) error { ran = true; return nil })
 			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 			require.NotErrorIs(t, err, client.ErrUnavailable)
 			require.EqualError(t, err, "prepkey: PK.PREPARE: read tcp: i/o timeout")
