@@ -547,12 +547,14 @@ func TestUnavailable(t *testing.T) {
 				require.Len(t, rec.take(), 1, "%s: sent once", name)
 			}
 
-			// usingPrepare case 5: the body is not run.
+			// usingPrepare case 5: the body is not run; the read that would
+			// resolve the outcome fails too, so it stays unknown.
 			ran := false
 			err := pk.UsingPrepare(ctx, "n", "k", v, func(context.Context, bool) error { ran = true; return nil })
 			require.ErrorIs(t, err, client.ErrUnavailable)
+			require.True(t, client.OutcomeUnknown(err))
 			require.False(t, ran, "the body ran")
-			require.Equal(t, []string{"PK.PREPARE"}, rec.names())
+			require.Equal(t, []string{"PK.PREPARE", "PK.GETVALUE"}, rec.names())
 		})
 	}
 }

@@ -180,7 +180,8 @@ func TestUsingPrepare(t *testing.T) {
 			tg.rec.take()
 			ran := false
 			err := pk.UsingPrepare(ctx, ns, "cancelled", v, func(context.Context, bool) error { ran = true; return nil })
-			require.True(t, err == context.Canceled, "got %v", err)
+			require.ErrorIs(t, err, context.Canceled)
+			require.False(t, client.OutcomeUnknown(err), "resolved: rolled back")
 			require.False(t, ran, "the body ran")
 			// The rollback went out although ctx was done.
 			require.Equal(t, [][]string{prepare("cancelled"), rollbackIfEq("cancelled")}, tg.rec.take())
@@ -230,28 +231,55 @@ func TestUsingPrepare(t *testing.T) {
 			requireNoRecord(t, pk, ns, "body-cancelled")
 		})
 
-		t.Run("the prepare's reply lost: its error, body not run, outcome unknown (here: reserved)", func(t *testing.T) {
+		t.Run("the prepare's reply lost: the record read, ours, so the body runs prepared", func(t *testing.T) {
 			// As go-redis loses a reply to ctx's deadline with
-			// ContextTimeoutEnabled (TestCancelOnTheWay does it for real,
-			// with a stopped sidecar, on memory: only).
+			// ContextTimeoutEnabled, or to a broken connection with
+			// MaxRetries -1 (TestCancelOnTheWay and TestResendSafety do it
+			// for real).
 			lost := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 			tg.rec.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-				_ = next(ctx, cmd) // the sidecar runs it, and the reply is lost
-				cmd.SetErr(lost)
+				err := next(ctx, cmd)
+				if cmd.Name() != "pk.prepare" {
+					return err
+				}
+				cmd.SetErr(lost) // the sidecar ran it, and the reply is lost
 				return lost
 			})
 			defer tg.rec.setAround(nil)
 			tg.rec.take()
-			ran := false
-			err := pk.UsingPrepare(testContext(t), ns, "lost", v, func(context.Context, bool) error { ran = true; return nil })
-			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-			require.NotErrorIs(t, err, client.ErrUnavailable)
-			require.EqualError(t, err, "prepkey: PK.PREPARE: read tcp: i/o timeout")
-			require.False(t, ran, "the body ran")
-			require.Equal(t, [][]string{prepare("lost")}, tg.rec.take(), "no rollback")
+			var calls []bool
+			err := pk.UsingPrepare(testContext(t), ns, "lost", v, func(_ context.Context, prepared bool) error {
+				calls = append(calls, prepared)
+				return nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, []bool{true}, calls)
+			require.Equal(t, [][]string{prepare("lost"), {"PK.GETVALUE", ns, "lost"}}, tg.rec.take())
 			tg.rec.setAround(nil)
-			// What GetValue tells the caller: the prepare went through.
 			requireRecord(t, pk, ns, "lost", string(v), time.Time{})
+
+			// Not ours (another value holds the key): prepared false. No
+			// record at all: the prepare's error, a known outcome.
+			tg.rec.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+				if cmd.Name() != "pk.prepare" {
+					return next(ctx, cmd)
+				}
+				tg.rec.note(cmd)
+				cmd.SetErr(lost) // lost on the way: never ran
+				return lost
+			})
+			calls = nil
+			err = pk.UsingPrepare(testContext(t), ns, "lost", []byte("mine"), func(_ context.Context, prepared bool) error {
+				calls = append(calls, prepared)
+				return nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, []bool{false}, calls)
+			err = pk.UsingPrepare(testContext(t), ns, "never", v, func(context.Context, bool) error { panic("the body ran") })
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			require.EqualError(t, err, "prepkey: PK.PREPARE: read tcp: i/o timeout")
+			require.False(t, client.OutcomeUnknown(err), "resolved: no record")
+			requireNoRecord(t, pk, ns, "never")
 		})
 	})
 }
