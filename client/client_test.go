@@ -145,6 +145,16 @@ func TestExpiries(t *testing.T) {
 		require.True(t, rec.Live(time.Now()))
 		require.False(t, rec.Live(rec.ExpiresAt))
 
+		// Every TTL goes as PX in milliseconds: a sub-second one keeps its
+		// precision, a whole-second one is not sent as EX.
+		tg.rec.take()
+		for d, px := range map[time.Duration]string{250 * time.Millisecond: "250", 5 * time.Second: "5000"} {
+			key := "px" + px
+			_, err = pk.Prepare(ctx, ns, key, []byte("v"), client.TTL(d))
+			require.NoError(t, err)
+			require.Equal(t, []string{"PK.PREPARE", ns, key, "v", "PX", px}, tg.rec.take()[0])
+		}
+
 		// A time already past is the sidecar's to refuse.
 		_, err = pk.Prepare(ctx, ns, "past", []byte("v"), client.ExpireAt(time.Now().Add(-time.Minute)))
 		require.Equal(t, "ERR invalid expire time in 'pk.prepare' command", replyMsg(t, err))
