@@ -1,9 +1,9 @@
 module github.com/prepkey/prepkey/client
 
 // go 1.23: the lowest line the code allows (Scan returns an iter.Seq2; range
-// over func). go-redis is required at v9.17.3, the newest release whose own
-// go line (1.18) does not raise it: a program on a newer go-redis gets that
-// one (minimal version selection), and this module's go line stays its own.
+// over func). go-redis is required at v9.17.3, the last on go 1.18 and the
+// lightest (v9.18 adds xxh3, atomic and cpuid; v9.19 on need go 1.24): a
+// program on a newer go-redis gets that one (minimal version selection).
 go 1.23
 
 require (
