@@ -42,8 +42,9 @@ const rollbackTimeout = 5 * time.Second
 // and applies one rule: a live record whose value is exactly value is ours.
 //
 //   - after a false (read unless the client is a *redis.Client with
-//     MaxRetries -1, which never resends): ours → prepared true; otherwise
-//     false as answered. A failed read is returned, fn not run.
+//     MaxRetries -1, which never resends: one more round trip on a taken
+//     key): ours → prepared true; otherwise false as answered. A failed
+//     read is returned, fn not run.
 //   - after an outcome-unknown error: ours → prepared true (rolled back at
 //     once instead when ctx is done); held by another value → prepared
 //     false; no live record → the prepare's error (nothing is held: a retry
@@ -139,6 +140,8 @@ func (c *Client) resolve(ctx context.Context, name, key string, value []byte, pr
 	case err != nil:
 		return false, err
 	}
+	// Live on this machine's clock: a record within the clocks' skew of its
+	// expiry may be judged either way, as any reader's would.
 	live := found && rec.Live(time.Now())
 	switch {
 	case live && bytes.Equal(rec.Value, value):
