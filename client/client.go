@@ -235,7 +235,7 @@ func (c *Client) doBool(ctx context.Context, command string, args ...any) (bool,
 // know the outcome (UsingPrepare, to roll back what it prepared).
 func (c *Client) exchange(ctx context.Context, command string, waitReply bool, args []any) (any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, wrap(command, err)
+		return nil, &knownError{wrap(command, err)}
 	}
 	reply, err := c.roundTrip(ctx, waitReply, append([]any{command}, args...))
 	if errors.Is(err, redis.Nil) {

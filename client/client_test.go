@@ -28,7 +28,7 @@ func replyMsg(t *testing.T, err error) string {
 // (forever when at is zero).
 func requireRecord(t *testing.T, pk *client.Client, ns, key, value string, at time.Time) {
 	t.Helper()
-	rec, ok, err := pk.GetValue(t.Context(), ns, key)
+	rec, ok, err := pk.GetValue(testContext(t), ns, key)
 	require.NoError(t, err)
 	require.True(t, ok, "no record for %q", key)
 	require.Equal(t, value, string(rec.Value))
@@ -44,7 +44,7 @@ func requireRecord(t *testing.T, pk *client.Client, ns, key, value string, at ti
 // requireNoRecord checks that key has no record at all.
 func requireNoRecord(t *testing.T, pk *client.Client, ns, key string) {
 	t.Helper()
-	rec, ok, err := pk.GetValue(t.Context(), ns, key)
+	rec, ok, err := pk.GetValue(testContext(t), ns, key)
 	require.NoError(t, err)
 	require.False(t, ok, "record %q: %+v", key, rec)
 }
@@ -54,7 +54,7 @@ func pxat(d time.Duration) time.Time { return time.UnixMilli(time.Now().Add(d).U
 
 func TestPrepareGetRollback(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target) {
-		pk, ctx, ns := client.New(tg.rdb), t.Context(), uniqueNS(t)
+		pk, ctx, ns := client.New(tg.rdb), testContext(t), uniqueNS(t)
 		binary := "\x00k\xff\r\n"
 		value := []byte("{\"userId\":\"42\"}\x00\xff")
 
@@ -120,7 +120,7 @@ func TestPrepareGetRollback(t *testing.T) {
 
 func TestExpiries(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target) {
-		pk, ctx, ns := client.New(tg.rdb), t.Context(), uniqueNS(t)
+		pk, ctx, ns := client.New(tg.rdb), testContext(t), uniqueNS(t)
 
 		at := pxat(time.Hour)
 		ok, err := pk.Prepare(ctx, ns, "at", []byte("v"), client.ExpireAt(at))
@@ -144,6 +144,16 @@ func TestExpiries(t *testing.T) {
 		require.False(t, rec.ExpiresAt.After(after.Add(90001*time.Millisecond)), rec.ExpiresAt)
 		require.True(t, rec.Live(time.Now()))
 		require.False(t, rec.Live(rec.ExpiresAt))
+
+		// Every TTL goes as PX in milliseconds: a sub-second one keeps its
+		// precision, a whole-second one is not sent as EX.
+		tg.rec.take()
+		for d, px := range map[time.Duration]string{250 * time.Millisecond: "250", 5 * time.Second: "5000"} {
+			key := "px" + px
+			_, err = pk.Prepare(ctx, ns, key, []byte("v"), client.TTL(d))
+			require.NoError(t, err)
+			require.Equal(t, []string{"PK.PREPARE", ns, key, "v", "PX", px}, tg.rec.take()[0])
+		}
 
 		// A time already past is the sidecar's to refuse.
 		_, err = pk.Prepare(ctx, ns, "past", []byte("v"), client.ExpireAt(time.Now().Add(-time.Minute)))
@@ -177,7 +187,7 @@ func TestExpiries(t *testing.T) {
 func waitExpired(t *testing.T, pk *client.Client, ns, key string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		_, found, err := pk.Get(t.Context(), ns, key)
+		_, found, err := pk.Get(testContext(t), ns, key)
 		require.NoError(t, err)
 		return !found
 	}, 10*time.Second, time.Millisecond)
@@ -185,7 +195,7 @@ func waitExpired(t *testing.T, pk *client.Client, ns, key string) {
 
 func TestReprepare(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target) {
-		pk, ctx, ns := client.New(tg.rdb), t.Context(), uniqueNS(t)
+		pk, ctx, ns := client.New(tg.rdb), testContext(t), uniqueNS(t)
 
 		ok, err := pk.Reprepare(ctx, ns, "k", []byte("v"))
 		require.NoError(t, err)
@@ -232,7 +242,7 @@ func TestReprepare(t *testing.T) {
 
 func TestChangeKey(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target) {
-		pk, ctx, ns := client.New(tg.rdb), t.Context(), uniqueNS(t)
+		pk, ctx, ns := client.New(tg.rdb), testContext(t), uniqueNS(t)
 		_, err := pk.Prepare(ctx, ns, "alice", []byte("42"))
 		require.NoError(t, err)
 		_, err = pk.Prepare(ctx, ns, "bob", []byte("43"))
@@ -277,7 +287,7 @@ func TestChangeKey(t *testing.T) {
 
 func TestMPrepare(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target) {
-		pk, ctx, ns := client.New(tg.rdb), t.Context(), uniqueNS(t)
+		pk, ctx, ns := client.New(tg.rdb), testContext(t), uniqueNS(t)
 		emails := ns + "-email"
 		at := pxat(time.Hour)
 		ok, err := pk.MPrepare(ctx, []client.Entry{
@@ -322,7 +332,7 @@ func TestMPrepare(t *testing.T) {
 
 func TestScan(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target) {
-		pk, ctx, ns := client.New(tg.rdb), t.Context(), uniqueNS(t)
+		pk, ctx, ns := client.New(tg.rdb), testContext(t), uniqueNS(t)
 		at := pxat(time.Hour)
 		want := map[string]client.Record{}
 		for i := range 25 {
@@ -419,7 +429,7 @@ func sortedKeys(m map[string]client.Record) []string {
 func TestArgumentErrors(t *testing.T) {
 	s := start(t, "--backend", "memory:")
 	rec := &recorder{}
-	pk, ctx := client.New(s.client(t, 3, rec)), t.Context()
+	pk, ctx := client.New(s.client(t, 3, rec)), testContext(t)
 	ok64 := []byte("v")
 	tooMany := make([]client.Entry, 65)
 	for i := range tooMany {
@@ -522,8 +532,8 @@ func TestUnavailable(t *testing.T) {
 		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
 			rec := &recorder{}
 			rdb := s.client(t, proto, rec)
-			require.NoError(t, rdb.Ping(t.Context()).Err(), "the sidecar itself answers")
-			pk, ctx := client.New(rdb), t.Context()
+			require.NoError(t, rdb.Ping(testContext(t)).Err(), "the sidecar itself answers")
+			pk, ctx := client.New(rdb), testContext(t)
 			v := []byte("v")
 			calls := map[string]func() (bool, error){
 				"Prepare":      func() (bool, error) { return pk.Prepare(ctx, "n", "k", v) },
@@ -547,12 +557,14 @@ func TestUnavailable(t *testing.T) {
 				require.Len(t, rec.take(), 1, "%s: sent once", name)
 			}
 
-			// usingPrepare case 5: the body is not run.
+			// usingPrepare case 5: the body is not run; the read that would
+			// resolve the outcome fails too, so it stays unknown.
 			ran := false
 			err := pk.UsingPrepare(ctx, "n", "k", v, func(context.Context, bool) error { ran = true; return nil })
 			require.ErrorIs(t, err, client.ErrUnavailable)
+			require.True(t, client.OutcomeUnknown(err))
 			require.False(t, ran, "the body ran")
-			require.Equal(t, []string{"PK.PREPARE"}, rec.names())
+			require.Equal(t, []string{"PK.PREPARE", "PK.GETVALUE"}, rec.names())
 		})
 	}
 }
@@ -562,7 +574,7 @@ func TestCancelledContext(t *testing.T) {
 	s := start(t, "--backend", "memory:")
 	rec := &recorder{}
 	pk := client.New(s.client(t, 3, rec))
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(testContext(t))
 	cancel()
 	_, err := pk.Prepare(ctx, "n", "k", nil)
 	require.ErrorIs(t, err, context.Canceled)

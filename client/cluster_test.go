@@ -54,7 +54,7 @@ func TestClusterClient(t *testing.T) {
 					}
 				}))
 			})
-			pk, ctx, ns := client.New(cc), t.Context(), uniqueNS(t)
+			pk, ctx, ns := client.New(cc), testContext(t), uniqueNS(t)
 			direct := []*client.Client{client.New(a.client(t, proto, &recorder{})), client.New(b.client(t, proto, &recorder{}))}
 
 			const n = 20
@@ -62,6 +62,16 @@ func TestClusterClient(t *testing.T) {
 				ok, err := pk.Prepare(ctx, ns, fmt.Sprint("k", i), []byte(fmt.Sprint("v", i)))
 				require.NoError(t, err)
 				require.True(t, ok)
+			}
+			// go-redis up to v9.2x (this module requires v9.17.3) takes an
+			// unknown command's first argument for its key: the PK commands
+			// of one namespace go to one node. Namespaces of their own
+			// reach both; later versions take the nodes in turn.
+			for i := range n {
+				ok, err := pk.Prepare(ctx, fmt.Sprint(ns, "-", i), "k", []byte("v"))
+				require.NoError(t, err)
+				require.True(t, ok)
+				requireRecord(t, direct[i%2], fmt.Sprint(ns, "-", i), "k", "v", time.Time{})
 			}
 			for i := range n {
 				for _, d := range direct {
@@ -87,14 +97,10 @@ func TestClusterClient(t *testing.T) {
 
 			mu.Lock()
 			defer mu.Unlock()
-			// go-redis's default ShardPicker takes the nodes in turn for
-			// commands without keys: both sidecars served some, a scan's
-			// pages included (its cursors are good on any sidecar of the
-			// backend).
+			// Both sidecars served some (with go-redis's ShardPicker, in
+			// later versions, a scan's pages too: its cursors are good on any
+			// sidecar of the backend). 2^-19 that 20 namespaces hash to one.
 			require.Len(t, perNode, 2, "%v", perNode)
-			for addr, c := range perNode {
-				require.Greater(t, c, n/4, addr)
-			}
 			t.Logf("PK commands per sidecar: %v", perNode)
 		})
 	}
@@ -120,7 +126,7 @@ func TestRing(t *testing.T) {
 				Password: password, Protocol: proto, MaxRetries: -1,
 			})
 			t.Cleanup(func() { ring.Close() })
-			pk, ctx, ns := client.New(ring), t.Context(), uniqueNS(t)
+			pk, ctx, ns := client.New(ring), testContext(t), uniqueNS(t)
 			direct := client.New(b.client(t, proto, &recorder{}))
 			for i := range 10 {
 				ok, err := pk.Prepare(ctx, ns, fmt.Sprint("k", i), []byte(fmt.Sprint("v", i)))

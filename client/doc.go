@@ -45,22 +45,47 @@
 // -UNAVAILABLE (the backend failed: the outcome is unknown, look with
 // GetValue before retrying) and ErrMismatch for ChangeKey's -MISMATCH.
 // Connection errors and a context's errors come back wrapped as go-redis
-// returned them (errors.Is(err, context.Canceled) holds); their outcome is
-// unknown too: the command may have reached the sidecar.
+// returned them (errors.Is(err, context.Canceled) holds). OutcomeUnknown is
+// the one question to ask of an error: did the command maybe take effect?
+// True for -UNAVAILABLE, connection errors, timeouts and ctx's errors once
+// the command was on its way; false for what was never sent and for the
+// other error replies.
 //
-// go-redis retries a command after some connection errors (MaxRetries, 3 by
-// default). A PK.PREPARE whose reply was lost and which go-redis sends again
-// answers false, for the reservation its first attempt made. Where that
-// matters, set MaxRetries: -1 and treat a connection error as ErrUnavailable.
+// go-redis sends a command again after some connection errors (MaxRetries,
+// 3 by default). A PK.PREPARE whose reply was lost and which go-redis sends
+// again answers false, for the reservation its first attempt made.
+// UsingPrepare resolves that, and an outcome-unknown error, itself: it reads
+// the record, and a live record holding exactly its value is its own (see
+// UsingPrepare for the rule and its limit). A plain Prepare, MPrepare or
+// ChangeKey cannot tell: where their false (or ChangeKey's ErrMismatch) must
+// be exact, set MaxRetries: -1 and look with GetValue after an error
+// OutcomeUnknown reports.
 //
 // # Context
 //
 // Every method checks ctx before sending and returns its error without
-// sending anything when it is done. When ctx is done while a command is on
-// its way, the method returns ctx's error at once (go-redis alone would wait
-// for the reply, or honour only a deadline with ContextTimeoutEnabled); the
-// command may still reach the sidecar and take effect, so the outcome is
-// unknown, as after ErrUnavailable. go-redis reads the late reply in the
-// background and puts the connection back in its pool. UsingPrepare is the
-// exception: it waits for its prepare's reply, to know what to roll back.
+// sending anything when it is done (OutcomeUnknown false). When ctx is done
+// while a command is on its way, the method returns ctx's error at once
+// (go-redis alone would wait for the reply, or honour only a deadline with
+// ContextTimeoutEnabled); the command may still reach the sidecar and take
+// effect, so the outcome is unknown (OutcomeUnknown true). go-redis reads
+// the late reply in the background and puts the connection back in its
+// pool; a GetValue sent meanwhile goes on another connection and may
+// overtake the command. UsingPrepare is the exception: it waits for its
+// prepare's reply, to know what to roll back, and releases what it holds
+// before it returns.
+//
+// # Typed keys
+//
+// Key[T] (NewKey) binds a namespace to a value type and a Codec; the
+// default, JSON, writes the bytes Jackson writes for the Kotlin data class
+// the Go struct mirrors, so that IFEQ matches records Wow writes.
+//
+// # Module
+//
+// The package is the module github.com/prepkey/prepkey/client, apart from
+// the sidecar's: it requires go-redis only (its tests also testify and
+// redcon), at go 1.23. Its releases are tagged client/vX.Y.Z in the
+// repository (go get github.com/prepkey/prepkey/client@vX.Y.Z), apart from
+// the sidecar's vX.Y.Z.
 package client

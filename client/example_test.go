@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,5 +56,47 @@ func ExampleClient_ChangeKey() {
 		fmt.Println("unknown outcome:", err)
 	case !moved:
 		fmt.Println("alice2 is taken")
+	}
+}
+
+// User mirrors the Kotlin data class Wow writes: the same field order, the
+// same JSON names.
+type User struct {
+	CommandID string `json:"commandId"` // identifies the writer: see UsingPrepare
+	UserID    string `json:"userId"`
+}
+
+func ExampleNewKey() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"}) // go-redis defaults: safe for UsingPrepare
+	defer rdb.Close()                                              // yours to close: the helper never does
+	usernames := client.NewKey[User](client.New(rdb), "username", nil)
+
+	err := usernames.UsingPrepare(ctx, "alice", User{CommandID: "cmd-7f3a", UserID: "42"},
+		func(ctx context.Context, prepared bool) error {
+			if !prepared {
+				return errors.New("alice is taken")
+			}
+			return signUp(ctx) // an error here releases "alice" (ROLLBACK ... IFEQ)
+		}, client.TTL(10*time.Minute))
+	if client.OutcomeUnknown(err) { // the prepare or the rollback may have happened
+		rec, held, _ := usernames.GetValue(ctx, "alice")
+		fmt.Println(held, rec.Value.UserID)
+	}
+}
+
+func ExampleOutcomeUnknown() {
+	ctx := context.Background()
+	pk := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380", MaxRetries: -1}))
+	v := []byte(`{"commandId":"cmd-7f3a","userId":"42"}`)
+	ok, err := pk.Prepare(ctx, "username", "alice", v)
+	switch {
+	case client.OutcomeUnknown(err): // -UNAVAILABLE, connection lost, timeout: look
+		rec, held, err := pk.GetValue(ctx, "username", "alice")
+		fmt.Println(err == nil && held && rec.Live(time.Now()) && bytes.Equal(rec.Value, v))
+	case err != nil: // known: nothing changed
+		fmt.Println(err)
+	default:
+		fmt.Println(ok)
 	}
 }

@@ -37,7 +37,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	sidecarBin = filepath.Join(dir, "sidecar")
-	build := exec.Command("go", "build", "-o", sidecarBin, "github.com/prepkey/prepkey/cmd/sidecar")
+	// The sidecar is the parent module's (github.com/prepkey/prepkey), built
+	// from its directory: this module does not require it, so that a program
+	// using the client pulls go-redis only.
+	build := exec.Command("go", "build", "-C", "..", "-o", sidecarBin, "./cmd/sidecar")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the sidecar:", err)
@@ -259,4 +262,12 @@ func (r *recorder) names() []string {
 		out = append(out, words[0])
 	}
 	return out
+}
+
+// testContext is t.Context (Go 1.24) for this module's go 1.23 line: a
+// context cancelled when the test ends.
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -64,6 +64,7 @@ type reprepareArgs struct {
 	ifEq     [][]byte
 	keepTTL  int
 	expiries []Expiry
+	err      error // an option's own (Key.IfEq's encoding)
 }
 
 type ifEqOption []byte
@@ -85,6 +86,9 @@ func KeepTTL() ReprepareOption { return keepTTLOption{} }
 
 // args returns the options' words for PK.REPREPARE.
 func (r *reprepareArgs) args(command string) ([]any, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
 	if len(r.ifEq) > 1 {
 		return nil, invalid(command, "IfEq given %d times", len(r.ifEq))
 	}

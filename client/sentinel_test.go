@@ -79,7 +79,7 @@ func TestFailoverClient(t *testing.T) {
 			})
 			t.Cleanup(func() { fc.Close() })
 			before := lookups()
-			pk, ctx, ns := client.New(fc), t.Context(), uniqueNS(t)
+			pk, ctx, ns := client.New(fc), testContext(t), uniqueNS(t)
 			direct := client.New(s.client(t, proto, &recorder{}))
 
 			ok, err := pk.Prepare(ctx, ns, "alice", []byte("42"))

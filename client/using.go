@@ -1,8 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // rollbackTimeout bounds the rollback UsingPrepare sends on a context
@@ -25,23 +29,48 @@ const rollbackTimeout = 5 * time.Second
 //     is not an error.
 //   - ... and the rollback fails: a *RollbackError, with the rollback's error
 //     and fn's (errors.Is matches either); the reservation may still be held.
-//   - the prepare fails (ErrUnavailable, a connection error, ctx done): that
-//     error, and fn is not run.
+//   - the prepare fails and its outcome is known (a -ERR, ctx already done
+//     before it was sent): that error, and fn is not run.
 //
-// Context: the prepare's reply is waited for even when ctx is cancelled
-// meanwhile (go-redis bounds the wait with its ReadTimeout), so that
-// UsingPrepare knows whether it holds a reservation; the other methods
-// return at once instead, leaving the outcome unknown. The rollback is sent
-// on context.WithoutCancel(ctx) bounded by 5 s, so a fn that failed because
-// ctx was cancelled still releases the reservation. When ctx is done after
-// the prepare succeeded and before fn starts, fn is not run, the reservation
-// is rolled back as above and ctx.Err() is returned (in a *RollbackError if
-// the rollback fails). When go-redis loses the prepare's reply (a connection
-// error, or a read timeout from ctx's deadline with
-// Options.ContextTimeoutEnabled), the outcome is unknown: the sidecar may
-// have reserved key. UsingPrepare returns that error, does not run fn, and
-// does not roll back (the record may be one the same value held before).
-// Look with GetValue before retrying, as after ErrUnavailable.
+// # Resends and unknown outcomes
+//
+// go-redis sends a command again after a connection error (MaxRetries, 3 by
+// default): a PK.PREPARE whose reply was lost answers false the second time,
+// for the reservation its own first attempt made. And a prepare that fails
+// with ErrUnavailable or a connection error (OutcomeUnknown) may have
+// reserved key. In both cases UsingPrepare reads the record (PK.GETVALUE)
+// and applies one rule: a live record whose value is exactly value is ours.
+//
+//   - after a false (read unless the client is a *redis.Client with
+//     MaxRetries -1, which never resends: one more round trip on a taken
+//     key): ours → prepared true; otherwise false as answered. A failed
+//     read is returned, fn not run.
+//   - after an outcome-unknown error: ours → prepared true (rolled back at
+//     once instead when ctx is done); held by another value → prepared
+//     false; no live record → the prepare's error (nothing is held: a retry
+//     is safe); a failed read → the prepare's error, the outcome still
+//     unknown.
+//
+// The rule's limit: a record that another writer made with a byte-identical
+// value is indistinguishable from ours, so both bodies would run prepared,
+// and one's rollback would release the other's reservation. Make the value
+// identify the writer (a command or request id, as Wow's prepare values
+// do), never only the key's owner's data.
+//
+// # Context
+//
+// The prepare's reply is waited for even when ctx is cancelled meanwhile
+// (go-redis bounds the wait with its ReadTimeout), so that UsingPrepare
+// knows whether it holds a reservation and never leaves it held; the other
+// methods return at once instead, leaving the outcome unknown. The reads
+// and rollbacks above are sent on context.WithoutCancel(ctx) bounded by 5
+// s, so a cancelled ctx still resolves and releases the reservation. When
+// ctx is done after the prepare succeeded and before fn starts, fn is not
+// run, the reservation is rolled back and ctx.Err() is returned (in a
+// *RollbackError if the rollback fails). When go-redis loses the prepare's
+// reply and the sidecar has not yet run it (stalled: the read overtakes the
+// prepare, or times out), the record may appear after UsingPrepare returned
+// the error: give the reservation a TTL, so that such a record expires.
 func (c *Client) UsingPrepare(ctx context.Context, name, key string, value []byte,
 	fn func(ctx context.Context, prepared bool) error, exp ...Expiry) error {
 	_, err := UsingPrepareResult(ctx, c, name, key, value, func(ctx context.Context, prepared bool) (struct{}, error) {
@@ -57,14 +86,19 @@ func UsingPrepareResult[T any](ctx context.Context, c *Client, name, key string,
 	fn func(ctx context.Context, prepared bool) (T, error), exp ...Expiry) (T, error) {
 	var zero T
 	prepared, err := c.prepare(ctx, true, name, key, value, exp)
-	if err != nil {
+	if err != nil && !OutcomeUnknown(err) {
 		return zero, err
+	}
+	if err != nil || (!prepared && c.mayResend()) {
+		if prepared, err = c.resolve(ctx, name, key, value, err); err != nil {
+			return zero, err
+		}
 	}
 	if !prepared {
 		return fn(ctx, false)
 	}
 	if err := ctx.Err(); err != nil {
-		return zero, c.release(ctx, name, key, value, err)
+		return zero, known(c.release(ctx, name, key, value, err))
 	}
 	returned := false
 	defer func() {
@@ -78,6 +112,57 @@ func UsingPrepareResult[T any](ctx context.Context, c *Client, name, key string,
 		return result, c.release(ctx, name, key, value, bodyErr)
 	}
 	return result, nil
+}
+
+// mayResend tells whether the go-redis client may send a command twice: any
+// but a *redis.Client with MaxRetries -1 (which go-redis stores as 0). A
+// ClusterClient also resends on its redirects, a Ring on its retries.
+func (c *Client) mayResend() bool {
+	if rc, ok := c.rdb.(*redis.Client); ok {
+		return rc.Options().MaxRetries > 0
+	}
+	return true
+}
+
+// resolve reads key's record after a prepare whose outcome is unknown
+// (prepErr) or that answered false while it may have been resent (prepErr
+// nil), and tells whether the reservation is ours: a live record holding
+// exactly value (see UsingPrepare). It returns an error instead when
+// UsingPrepare must not run fn: the prepare's error when the record is not
+// there or cannot be read, the read's error after a false.
+func (c *Client) resolve(ctx context.Context, name, key string, value []byte, prepErr error) (bool, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	rec, found, err := c.GetValue(rctx, name, key)
+	switch {
+	case err != nil && prepErr != nil:
+		return false, prepErr
+	case err != nil:
+		return false, err
+	}
+	// Live on this machine's clock: a record within the clocks' skew of its
+	// expiry may be judged either way, as any reader's would.
+	live := found && rec.Live(time.Now())
+	switch {
+	case live && bytes.Equal(rec.Value, value):
+		return true, nil
+	case prepErr == nil:
+		return false, nil
+	case live && ctx.Err() == nil:
+		return false, nil // a live record of another value holds key
+	default: // nothing of ours is held: known
+		return false, &knownError{prepErr}
+	}
+}
+
+// known marks err, returned after UsingPrepare released its reservation, as
+// a known outcome; a *RollbackError stays unknown.
+func known(err error) error {
+	var rb *RollbackError
+	if errors.As(err, &rb) {
+		return err
+	}
+	return &knownError{err}
 }
 
 // release rolls back the reservation of key for value after cause (fn's

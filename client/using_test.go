@@ -36,11 +36,11 @@ func TestUsingPrepare(t *testing.T) {
 		rollbackIfEq := func(key string) []string { return []string{"PK.ROLLBACK", ns, key, "IFEQ", string(v)} }
 
 		t.Run("1 prepared false: body runs with false, nothing rolled back, its error as is", func(t *testing.T) {
-			_, err := pk.Prepare(t.Context(), ns, "taken", []byte("other"))
+			_, err := pk.Prepare(testContext(t), ns, "taken", []byte("other"))
 			require.NoError(t, err)
 			tg.rec.take()
 			var calls []bool
-			err = pk.UsingPrepare(t.Context(), ns, "taken", v, func(_ context.Context, prepared bool) error {
+			err = pk.UsingPrepare(testContext(t), ns, "taken", v, func(_ context.Context, prepared bool) error {
 				calls = append(calls, prepared)
 				return errBody
 			})
@@ -49,7 +49,7 @@ func TestUsingPrepare(t *testing.T) {
 			require.Equal(t, [][]string{prepare("taken")}, tg.rec.take())
 			requireRecord(t, pk, ns, "taken", "other", time.Time{})
 
-			got, err := client.UsingPrepareResult(t.Context(), pk, ns, "taken", v, func(_ context.Context, prepared bool) (string, error) {
+			got, err := client.UsingPrepareResult(testContext(t), pk, ns, "taken", v, func(_ context.Context, prepared bool) (string, error) {
 				return fmt.Sprint("prepared=", prepared), nil
 			})
 			require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestUsingPrepare(t *testing.T) {
 		t.Run("2 prepared true, body succeeds: nothing rolled back, its result", func(t *testing.T) {
 			at := pxat(time.Hour)
 			tg.rec.take()
-			got, err := client.UsingPrepareResult(t.Context(), pk, ns, "ok", v, func(ctx context.Context, prepared bool) (int, error) {
+			got, err := client.UsingPrepareResult(testContext(t), pk, ns, "ok", v, func(ctx context.Context, prepared bool) (int, error) {
 				require.True(t, prepared)
 				requireRecord(t, pk, ns, "ok", string(v), at) // held while the body runs
 				return 42, nil
@@ -75,7 +75,7 @@ func TestUsingPrepare(t *testing.T) {
 
 		t.Run("3 prepared true, body fails: ROLLBACK IFEQ, then the body's error", func(t *testing.T) {
 			tg.rec.take()
-			got, err := client.UsingPrepareResult(t.Context(), pk, ns, "fails", v, func(context.Context, bool) (string, error) {
+			got, err := client.UsingPrepareResult(testContext(t), pk, ns, "fails", v, func(context.Context, bool) (string, error) {
 				return "partial", errBody
 			})
 			require.True(t, err == errBody, "got %v", err)
@@ -85,7 +85,7 @@ func TestUsingPrepare(t *testing.T) {
 		})
 
 		t.Run("3 ... the record was replaced meanwhile: the rollback's :0 is no error, the other kept", func(t *testing.T) {
-			err := pk.UsingPrepare(t.Context(), ns, "replaced", v, func(ctx context.Context, prepared bool) error {
+			err := pk.UsingPrepare(testContext(t), ns, "replaced", v, func(ctx context.Context, prepared bool) error {
 				ok, err := pk.Reprepare(ctx, ns, "replaced", []byte("theirs"))
 				require.NoError(t, err)
 				require.True(t, ok)
@@ -105,7 +105,7 @@ func TestUsingPrepare(t *testing.T) {
 			})
 			defer tg.rec.setAround(nil)
 			tg.rec.take()
-			err := pk.UsingPrepare(t.Context(), ns, "stuck", v, func(context.Context, bool) error { return errBody })
+			err := pk.UsingPrepare(testContext(t), ns, "stuck", v, func(context.Context, bool) error { return errBody })
 			var rbErr *client.RollbackError
 			require.ErrorAs(t, err, &rbErr)
 			require.ErrorIs(t, rbErr.Rollback, client.ErrUnavailable)
@@ -127,7 +127,7 @@ func TestUsingPrepare(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					err := pk.UsingPrepare(t.Context(), ns, "raced", []byte(fmt.Sprint(i)), func(ctx context.Context, prepared bool) error {
+					err := pk.UsingPrepare(testContext(t), ns, "raced", []byte(fmt.Sprint(i)), func(ctx context.Context, prepared bool) error {
 						if !prepared {
 							losers <- i
 							return nil
@@ -160,14 +160,14 @@ func TestUsingPrepare(t *testing.T) {
 		t.Run("the body panics: rolled back, the panic goes on", func(t *testing.T) {
 			tg.rec.take()
 			require.PanicsWithValue(t, "boom", func() {
-				_ = pk.UsingPrepare(t.Context(), ns, "panics", v, func(context.Context, bool) error { panic("boom") })
+				_ = pk.UsingPrepare(testContext(t), ns, "panics", v, func(context.Context, bool) error { panic("boom") })
 			})
 			require.Equal(t, [][]string{prepare("panics"), rollbackIfEq("panics")}, tg.rec.take())
 			requireNoRecord(t, pk, ns, "panics")
 		})
 
 		t.Run("ctx cancelled between the prepare and the body: body not run, rolled back, ctx's error", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx, cancel := context.WithCancel(testContext(t))
 			defer cancel()
 			tg.rec.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 				err := next(ctx, cmd)
@@ -180,7 +180,8 @@ func TestUsingPrepare(t *testing.T) {
 			tg.rec.take()
 			ran := false
 			err := pk.UsingPrepare(ctx, ns, "cancelled", v, func(context.Context, bool) error { ran = true; return nil })
-			require.True(t, err == context.Canceled, "got %v", err)
+			require.ErrorIs(t, err, context.Canceled)
+			require.False(t, client.OutcomeUnknown(err), "resolved: rolled back")
 			require.False(t, ran, "the body ran")
 			// The rollback went out although ctx was done.
 			require.Equal(t, [][]string{prepare("cancelled"), rollbackIfEq("cancelled")}, tg.rec.take())
@@ -189,7 +190,7 @@ func TestUsingPrepare(t *testing.T) {
 		})
 
 		t.Run("ctx cancelled between the prepare and the body, the rollback fails", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx, cancel := context.WithCancel(testContext(t))
 			defer cancel()
 			tg.rec.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 				switch cmd.Name() {
@@ -217,7 +218,7 @@ func TestUsingPrepare(t *testing.T) {
 		})
 
 		t.Run("the body fails because ctx was cancelled: still rolled back", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx, cancel := context.WithCancel(testContext(t))
 			defer cancel()
 			tg.rec.take()
 			err := pk.UsingPrepare(ctx, ns, "body-cancelled", v, func(ctx context.Context, prepared bool) error {
@@ -230,28 +231,55 @@ func TestUsingPrepare(t *testing.T) {
 			requireNoRecord(t, pk, ns, "body-cancelled")
 		})
 
-		t.Run("the prepare's reply lost: its error, body not run, outcome unknown (here: reserved)", func(t *testing.T) {
+		t.Run("the prepare's reply lost: the record read, ours, so the body runs prepared", func(t *testing.T) {
 			// As go-redis loses a reply to ctx's deadline with
-			// ContextTimeoutEnabled (TestCancelOnTheWay does it for real,
-			// with a stopped sidecar, on memory: only).
+			// ContextTimeoutEnabled, or to a broken connection with
+			// MaxRetries -1 (TestCancelOnTheWay and TestResendSafety do it
+			// for real).
 			lost := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 			tg.rec.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-				_ = next(ctx, cmd) // the sidecar runs it, and the reply is lost
-				cmd.SetErr(lost)
+				err := next(ctx, cmd)
+				if cmd.Name() != "pk.prepare" {
+					return err
+				}
+				cmd.SetErr(lost) // the sidecar ran it, and the reply is lost
 				return lost
 			})
 			defer tg.rec.setAround(nil)
 			tg.rec.take()
-			ran := false
-			err := pk.UsingPrepare(t.Context(), ns, "lost", v, func(context.Context, bool) error { ran = true; return nil })
-			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-			require.NotErrorIs(t, err, client.ErrUnavailable)
-			require.EqualError(t, err, "prepkey: PK.PREPARE: read tcp: i/o timeout")
-			require.False(t, ran, "the body ran")
-			require.Equal(t, [][]string{prepare("lost")}, tg.rec.take(), "no rollback")
+			var calls []bool
+			err := pk.UsingPrepare(testContext(t), ns, "lost", v, func(_ context.Context, prepared bool) error {
+				calls = append(calls, prepared)
+				return nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, []bool{true}, calls)
+			require.Equal(t, [][]string{prepare("lost"), {"PK.GETVALUE", ns, "lost"}}, tg.rec.take())
 			tg.rec.setAround(nil)
-			// What GetValue tells the caller: the prepare went through.
 			requireRecord(t, pk, ns, "lost", string(v), time.Time{})
+
+			// Not ours (another value holds the key): prepared false. No
+			// record at all: the prepare's error, a known outcome.
+			tg.rec.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+				if cmd.Name() != "pk.prepare" {
+					return next(ctx, cmd)
+				}
+				tg.rec.note(cmd)
+				cmd.SetErr(lost) // lost on the way: never ran
+				return lost
+			})
+			calls = nil
+			err = pk.UsingPrepare(testContext(t), ns, "lost", []byte("mine"), func(_ context.Context, prepared bool) error {
+				calls = append(calls, prepared)
+				return nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, []bool{false}, calls)
+			err = pk.UsingPrepare(testContext(t), ns, "never", v, func(context.Context, bool) error { panic("the body ran") })
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			require.EqualError(t, err, "prepkey: PK.PREPARE: read tcp: i/o timeout")
+			require.False(t, client.OutcomeUnknown(err), "resolved: no record")
+			requireNoRecord(t, pk, ns, "never")
 		})
 	})
 }

@@ -36,5 +36,13 @@ fi
 
 echo "== go test"
 # Fuzz tests run their seed corpus as ordinary tests here.
-if [ $# -eq 0 ]; then set -- ./...; fi
+all=
+if [ $# -eq 0 ]; then set -- ./...; all=1; fi
 go test -count=1 -timeout 12m "$@"
+
+# The Go helper is a module of its own (client/go.mod): ./... above stops
+# at its directory.
+if [ -n "$all" ]; then
+	echo "== client/ (the Go helper's module)"
+	(cd client && go vet ./... && go test -count=1 -timeout 12m ./...)
+fi
