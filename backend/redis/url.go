@@ -226,10 +226,22 @@ func hostPort(hp, defPort string) (string, error) {
 	}
 	host, port, err := net.SplitHostPort(hp)
 	if err != nil {
-		// No port: a bare host name or a bracketed IPv6 address.
-		host, port = strings.TrimSuffix(strings.TrimPrefix(hp, "["), "]"), defPort
+		// No port: a bare host name or a bracketed IPv6 address. Only
+		// those: "[::1" (no closing bracket) or "::1" (no brackets) was
+		// once read as [::1]:6379, a guess at what was meant.
+		host, port = hp, defPort
+		if inner, ok := strings.CutPrefix(hp, "["); ok {
+			if host, ok = strings.CutSuffix(inner, "]"); !ok {
+				return "", fmt.Errorf("bad host %q: an IPv6 address is [addr] or [addr]:port", hp)
+			}
+		} else if strings.Contains(hp, ":") {
+			return "", fmt.Errorf("bad host %q: want host:port, or [addr]:port for an IPv6 address", hp)
+		}
 	}
-	if host == "" || strings.ContainsAny(host, "[]/ ") {
+	if strings.HasPrefix(hp, "[") && !strings.Contains(host, ":") {
+		return "", fmt.Errorf("bad host %q: not an IPv6 address in brackets", hp)
+	}
+	if host == "" || strings.ContainsAny(host, "[]/ #") {
 		return "", fmt.Errorf("bad host %q", hp)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
