@@ -75,7 +75,7 @@ func TestUnknownEnvWarned(t *testing.T) {
 func TestHelpHumanUnits(t *testing.T) {
 	out, err := exec.Command(sidecarBin, "--help").Output()
 	require.NoError(t, err)
-	for _, want := range []string{"-min-free-disk value\n", "(default 64MiB)", "(default 24h)", "(default 2s)", "(default 64KiB)", "-timeout duration"} {
+	for _, want := range []string{"-min-free-disk size\n", "-backend-timeout duration\n", "(default 64MiB)", "(default 24h)", "(default 2s)", "(default 64KiB)", "-timeout duration"} {
 		require.Contains(t, string(out), want)
 	}
 	for _, not := range []string{"67108864", "24h0m0s", "65536"} {

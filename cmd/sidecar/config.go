@@ -55,14 +55,14 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.backendURL, "backend", "file:./prepkey-data", "`URL` of the store that keeps reservations: memory:, file:DIR, redis://…, rediss://…, redis+sentinel://…, redis+cluster://…, mongodb://…, mongodb+srv://…")
 	fs.StringVar(&c.requirePass, "requirepass", "", "`password` clients must give with AUTH (empty: no AUTH)")
 	c.retention, c.backendTimeout = 24*time.Hour, 2*time.Second
-	fs.Var((*duration)(&c.retention), "expired-retention", "how long an expired record is kept as evidence before it is deleted (0: at expiry)")
-	fs.Var((*duration)(&c.backendTimeout), "backend-timeout", "bound on one backend call; past it the client gets -UNAVAILABLE")
+	fs.Var((*duration)(&c.retention), "expired-retention", "how long (a `duration`) an expired record is kept as evidence before it is deleted (0: at expiry)")
+	fs.Var((*duration)(&c.backendTimeout), "backend-timeout", "bound on one backend call (a `duration`); past it the client gets -UNAVAILABLE")
 	c.minFreeDisk = 64 << 20
-	fs.Var(&c.minFreeDisk, "min-free-disk", "free space kept on the file: store's disk: below it writes get -UNAVAILABLE disk full, reads go on (bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no reserve)")
+	fs.Var(&c.minFreeDisk, "min-free-disk", "free space kept on the file: store's disk: below it writes get -UNAVAILABLE disk full, reads go on (a `size`: bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no reserve)")
 	fs.StringVar(&c.redisKeyPrefix, "redis-key-prefix", "pk:", "prefix of every Redis key the sidecar writes (redis backends)")
 	c.maxKeyBytes, c.maxValueBytes = 1024, 65536
-	fs.Var((*intBytes)(&c.maxKeyBytes), "max-key-bytes", "largest key (bytes, or with a unit as --min-free-disk)")
-	fs.Var((*intBytes)(&c.maxValueBytes), "max-value-bytes", "largest value (bytes, or with a unit as --min-free-disk)")
+	fs.Var((*intBytes)(&c.maxKeyBytes), "max-key-bytes", "largest key (a `size`: bytes, or with a unit as --min-free-disk)")
+	fs.Var((*intBytes)(&c.maxValueBytes), "max-value-bytes", "largest value (a `size`: bytes, or with a unit as --min-free-disk)")
 	fs.IntVar(&c.maxClients, "max-clients", 10000, "most client connections at once")
 	// 64 MiB: eight connections at the per-transaction bound (8 MiB) at
 	// once, or thousands with the few small commands transactions hold in
@@ -70,7 +70,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	// connections queuing 7.5 MiB each peaked at 520 MB RSS on file: with
 	// 64 MiB, 1.4 GB with 256 MiB (docs/benchmarks.md, N3).
 	c.maxTxMemory = 64 << 20
-	fs.Var(&c.maxTxMemory, "max-tx-memory", "most memory the queues of open transactions (MULTI) hold together, on all connections; a command queued past it gets -OOM and its transaction is discarded (bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each transaction's own)")
+	fs.Var(&c.maxTxMemory, "max-tx-memory", "most memory the queues of open transactions (MULTI) hold together, on all connections; a command queued past it gets -OOM and its transaction is discarded (a `size`: bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each transaction's own)")
 	fs.IntVar(&c.eventLoops, "event-loops", 1, "event loops (threads) serving client connections; as Redis, one serves most loads")
 	fs.Var((*seconds)(&c.idleTimeout), "timeout", "close a client connection idle this long: a `duration` (300s, 5m) or, as Redis's timeout, a number of seconds (0: never)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -81,14 +81,14 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.BoolVar(&c.checkOnly, "check", false, "check that the sidecar at --listen answers PING (with --requirepass), exit 0 if so, 1 if not: a container healthcheck (a flag only: PK_CHECK is ignored)")
 	fs.StringVar(&c.requirePassFile, "requirepass-file", "", "`file` holding --requirepass (one trailing newline is dropped): a mounted secret")
 	fs.StringVar(&c.backendFile, "backend-file", "", "`file` holding --backend, for a URL that carries a password: a mounted secret")
-	fs.StringVar(&c.protectedMode, "protected-mode", "yes", "yes: refuse to listen on an address other than loopback without --requirepass; no: allow it (as Redis's protected-mode)")
+	fs.StringVar(&c.protectedMode, "protected-mode", "yes", "`yes|no`: yes refuses to listen on an address other than loopback without --requirepass, no allows it (as Redis's protected-mode)")
 	// The flag package prints the usage itself on -help and on every bad
 	// flag: it is silenced, and printed here for -help only, once. A bad
 	// flag is the one-line error run prints.
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(usage, "Usage: sidecar [flags]\n\nprepkey serves PK.* reservation commands over the Redis protocol.\nEvery flag can also be set as PK_<NAME> in the environment (e.g. PK_MAX_KEY_BYTES); a flag wins.\n\nFlags:\n")
+			fmt.Fprintf(usage, "Usage: sidecar [flags]\n\nprepkey serves PK.* reservation commands over the Redis protocol.\nEvery flag but --check can also be set as PK_<NAME> in the environment (e.g. PK_MAX_KEY_BYTES); a flag wins.\n\nFlags:\n")
 			fs.SetOutput(usage)
 			fs.PrintDefaults()
 			return c, errHelp
