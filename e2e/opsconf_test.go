@@ -69,6 +69,9 @@ func TestUnknownEnvWarned(t *testing.T) {
 	require.Contains(t, logs, `level=WARN msg="PK_CHECK is ignored: --check is a flag only`)
 	c := s.client(t, 2)
 	check(t, c, "PONG", "PING")
+	// A refused start stays one line: the warnings come once it serves.
+	out := refusedStart(t, []string{"PK_BACKNED=x"}, "--listen", "127.0.0.1:0", "--backend", "nowhere")
+	require.NotContains(t, out, "PK_BACKNED")
 }
 
 // TestHelpHumanUnits: --help shows sizes and durations as one writes them.

@@ -63,9 +63,6 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 2
 	}
 	log := newLogger(cfg, stderr)
-	for _, w := range unknownEnv(os.Environ(), cfg.flagNames) {
-		log.Warn(w)
-	}
 	// Backends that log through the default logger (pebble's events in the
 	// embedded store) then follow --log-format and --log-level.
 	slog.SetDefault(log)
@@ -104,6 +101,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "sidecar: --admin-listen %s: %v\n", cfg.adminListen, err)
 			return 2
 		}
+	}
+	// Once nothing can refuse the start any more, so that a refused start
+	// stays one line.
+	for _, w := range unknownEnv(os.Environ(), cfg.flagNames) {
+		log.Warn(w)
 	}
 	adminConns := 0
 	if adminLn != nil {
