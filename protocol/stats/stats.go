@@ -162,7 +162,7 @@ func (t *Table) opOf(cmds [][][]byte) int {
 	}
 	first := cmds[0][0]
 	for _, c := range cmds[1:] {
-		if len(c) == 0 || !bytes.EqualFold(c[0], first) {
+		if len(c) == 0 || !bytes.Equal(c[0], first) && !bytes.EqualFold(c[0], first) {
 			return t.mixed()
 		}
 	}

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,4 +91,24 @@ func TestSnapshot(t *testing.T) {
 	}
 	require.Equal(t, map[string]uint64{"get": 1e6, "mixed": 2e6, "rollback": 3e6}, byOp)
 	require.Equal(t, len(snap.BackendOps), len(snap.BackendLatency))
+}
+
+// BenchmarkStoreCall: the cost of counting one store call by op, for a
+// call of one command and of a pipeline of 16 of one kind (the op is told
+// by one lookup and a comparison of each command's name with the first's).
+func BenchmarkStoreCall(b *testing.B) {
+	s := New([]string{"ping"})
+	l := s.ForLoop(nil)
+	for _, n := range []int{1, 16} {
+		cmds := make([][][]byte, n)
+		for i := range cmds {
+			cmds[i] = [][]byte{[]byte("PK.PREPARE"), []byte("ns"), []byte("k"), []byte("v")}
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				l.StoreCall(cmds, n, time.Millisecond)
+			}
+		})
+	}
 }
