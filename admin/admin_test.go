@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -228,10 +230,88 @@ func TestMetrics(t *testing.T) {
 	// refused inside its batch.
 	require.Equal(t, uint64(6), hist("prepkey_backend_batch_size").GetSampleCount())
 	require.Equal(t, 6.0, hist("prepkey_backend_batch_size").GetSampleSum())
-	require.Equal(t, uint64(6), hist("prepkey_backend_call_duration_seconds").GetSampleCount())
-	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "prepkey_process_resident_memory_bytes", "prepkey_process_cpu_seconds_total"} {
+	// By op: the refused PREPARE's call is a prepare call too.
+	require.Equal(t, uint64(4), hist("prepkey_backend_call_duration_seconds", "op", "prepare").GetSampleCount())
+	require.Equal(t, uint64(1), hist("prepkey_backend_call_duration_seconds", "op", "rollback").GetSampleCount())
+	require.Equal(t, uint64(1), hist("prepkey_backend_call_duration_seconds", "op", "get").GetSampleCount())
+	require.Len(t, fams["prepkey_backend_call_duration_seconds"].Metric, 3, "ops never called have no series")
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes", "process_cpu_seconds_total", "process_start_time_seconds"} {
 		require.Contains(t, fams, name)
 	}
+	for name := range fams {
+		require.False(t, strings.HasPrefix(name, "prepkey_process_"), name)
+	}
+	requireCleanBuckets(t, body)
+}
+
+// requireCleanBuckets: every le label of the exposition is a short decimal
+// (1e-06, 0.0025, 10), never a float's rounding error such as
+// 1.0000000000000002e-06: an integer (batch sizes) or at most three
+// significant digits.
+func requireCleanBuckets(t *testing.T, body string) {
+	t.Helper()
+	les := regexp.MustCompile(`le="([^"]*)"`).FindAllStringSubmatch(body, -1)
+	require.NotEmpty(t, les)
+	for _, m := range les {
+		if m[1] == "+Inf" {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err, m[1])
+		if m[1] == strconv.Itoa(int(v)) {
+			continue
+		}
+		short, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+		require.Equal(t, short, v, "le=%q is not a short decimal", m[1])
+		require.LessOrEqual(t, len(m[1]), 8, "le=%q", m[1])
+	}
+}
+
+// TestSeriesCount: an idle sidecar's /metrics holds only series that can
+// move. Before, every command (22) had 7 outcome counters and a 25-series
+// latency histogram, and the backend histograms were there on memory: too:
+// 762 prepkey_ series on an idle memory: sidecar (781 on file:).
+func TestSeriesCount(t *testing.T) {
+	srv := protocol.New(protocol.Config{Version: "1.2.3", Backend: "memory"}, commands.New(memory.New(backend.Options{}), commands.Limits{MaxKeyBytes: 64, MaxValueBytes: 64}, nil), nil)
+	reg := NewRegistry(srv, NewHealth(&switchPinger{state: "up"}, time.Second, nil), memory.New(backend.Options{}))
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	counts := map[string]int{}
+	total := 0
+	for _, f := range fams {
+		n := len(f.Metric)
+		if f.GetType() == dto.MetricType_HISTOGRAM {
+			n = 0
+			for _, m := range f.Metric {
+				n += len(m.Histogram.Bucket) + 3 // +Inf, _sum, _count
+			}
+		}
+		if strings.HasPrefix(f.GetName(), "prepkey_") {
+			counts[f.GetName()] = n
+			total += n
+		}
+	}
+	// Commands and outcomes that can happen: 7 PK commands (4 outcomes
+	// each but 5 for pk.reprepare, 3 for pk.scan), 14 connection commands
+	// (ok, error), unknown (error); no histogram before its first call.
+	require.Equal(t, 4+4+4+5+4+4+3+countConn(srv)*2+1, counts["prepkey_commands_total"], "%v", counts)
+	require.NotContains(t, counts, "prepkey_command_duration_seconds")
+	require.NotContains(t, counts, "prepkey_backend_call_duration_seconds")
+	require.NotContains(t, counts, "prepkey_backend_batch_size")
+	require.LessOrEqual(t, total, 70, "%v", counts)
+	t.Logf("prepkey_ series on an idle memory: sidecar: %d (%v)", total, counts)
+}
+
+// countConn is how many connection commands srv counts (every name but the
+// PK commands' and unknown).
+func countConn(srv *protocol.Server) int {
+	n := 0
+	for _, cs := range srv.Stats().Commands {
+		if !strings.HasPrefix(cs.Name, "pk.") && cs.Name != "unknown" {
+			n++
+		}
+	}
+	return n
 }
 
 func hasLabels(m *dto.Metric, kv ...string) bool {

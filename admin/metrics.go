@@ -20,7 +20,9 @@ func NewRegistry(source StatsSource, health *Health, store any) *prometheus.Regi
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "prepkey"}),
+		// The standard process_* names (no namespace), which dashboards
+		// and alerts for every Go service already query.
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&serverCollector{stats: source, health: health},
 	)
 	if c, ok := store.(prometheus.Collector); ok {
@@ -37,8 +39,8 @@ var (
 		"Time from a complete request to its reply written, in the sidecar, by command.",
 		[]string{"command"}, nil)
 	descBackend = prometheus.NewDesc("prepkey_backend_call_duration_seconds",
-		"Time of one backend call for a batch of commands (not the memory store, called inline).",
-		nil, nil)
+		"Time of one backend call for a batch of commands (not the memory store, called inline), by op: the commands' name without pk., or mixed.",
+		[]string{"op"}, nil)
 	descBatch = prometheus.NewDesc("prepkey_backend_batch_size",
 		"Commands per backend call.", nil, nil)
 	descConnected = prometheus.NewDesc("prepkey_connected_clients",
@@ -77,14 +79,25 @@ func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.stats.Stats()
+	// Only the series that can have a value (series.go).
 	for _, cs := range s.Commands {
 		for o, n := range cs.Outcomes {
-			ch <- prometheus.MustNewConstMetric(descCommands, prometheus.CounterValue, float64(n), cs.Name, s.OutcomeNames[o])
+			if n > 0 || canHave(cs.Name, s.OutcomeNames[o]) {
+				ch <- prometheus.MustNewConstMetric(descCommands, prometheus.CounterValue, float64(n), cs.Name, s.OutcomeNames[o])
+			}
 		}
-		ch <- histogram(descDuration, cs.Latency, s.LatencyBoundsNanos, 1e-9, cs.Name)
+		if cs.Latency.Count() > 0 {
+			ch <- histogram(descDuration, cs.Latency, s.LatencyBoundsNanos, 1e9, cs.Name)
+		}
 	}
-	ch <- histogram(descBackend, s.BackendLatency, s.LatencyBoundsNanos, 1e-9)
-	ch <- histogram(descBatch, s.BatchSize, s.BatchBounds, 1)
+	for i, h := range s.BackendLatency {
+		if h.Count() > 0 {
+			ch <- histogram(descBackend, h, s.LatencyBoundsNanos, 1e9, s.BackendOps[i])
+		}
+	}
+	if s.BatchSize.Count() > 0 {
+		ch <- histogram(descBatch, s.BatchSize, s.BatchBounds, 1)
+	}
 	ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(s.ConnectedClients))
 	ch <- prometheus.MustNewConstMetric(descMaxClients, prometheus.GaugeValue, float64(s.MaxClients))
 	ch <- prometheus.MustNewConstMetric(descTxQueued, prometheus.GaugeValue, float64(s.TxQueuedBytes))
@@ -103,14 +116,17 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // histogram turns per-bucket counts into Prometheus's cumulative buckets;
-// scale converts the bounds and the sum to the metric's unit.
-func histogram(d *prometheus.Desc, h stats.Hist, bounds []uint64, scale float64, labels ...string) prometheus.Metric {
+// the bounds and the sum are divided by unit (1e9: nanoseconds to seconds).
+// Dividing, not multiplying by 1e-9: a division of two exact numbers is the
+// double nearest the decimal (1e3/1e9 is 1e-06), where 1e3*1e-9 was
+// 1.0000000000000002e-06 in the bucket's le label.
+func histogram(d *prometheus.Desc, h stats.Hist, bounds []uint64, unit float64, labels ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(bounds))
 	var cum uint64
 	for i, b := range bounds {
 		cum += h.Counts[i]
-		buckets[float64(b)*scale] = cum
+		buckets[float64(b)/unit] = cum
 	}
 	cum += h.Counts[len(bounds)]
-	return prometheus.MustNewConstHistogram(d, cum, float64(h.Sum)*scale, buckets, labels...)
+	return prometheus.MustNewConstHistogram(d, cum, float64(h.Sum)/unit, buckets, labels...)
 }

@@ -214,12 +214,12 @@ func TestMetricsMove(t *testing.T) {
 	moved(`prepkey_commands_total{command="pk.prepare",outcome="1"}`, clients*perClient)
 	moved(`prepkey_command_duration_seconds_count{command="pk.prepare"}`, clients*perClient)
 	moved(`prepkey_backend_batch_size_sum`, clients*perClient)
-	require.Positive(t, after[`prepkey_backend_call_duration_seconds_count`]-before[`prepkey_backend_call_duration_seconds_count`])
+	require.Positive(t, after[`prepkey_backend_call_duration_seconds_count{op="prepare"}`]-before[`prepkey_backend_call_duration_seconds_count{op="prepare"}`])
 	require.Positive(t, after[`prepkey_command_duration_seconds_sum{command="pk.prepare"}`])
 	require.GreaterOrEqual(t, after[`prepkey_connections_received_total`]-before[`prepkey_connections_received_total`], float64(clients))
 	require.Equal(t, 1.0, after["prepkey_backend_up"])
 	require.Equal(t, 1.0, after["prepkey_backend_loop_connections"])
-	for _, name := range []string{"go_goroutines", "prepkey_process_resident_memory_bytes", "prepkey_redis_noscript_reloads_total", "prepkey_redis_nodes"} {
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "prepkey_redis_noscript_reloads_total", "prepkey_redis_nodes"} {
 		require.Contains(t, after, name)
 	}
 	info, err := s.client(t, 2).Info(ctx(), "commandstats").Result()

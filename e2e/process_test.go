@@ -193,9 +193,9 @@ func TestBadStart(t *testing.T) {
 		env  string
 		want string
 	}{
-		{[]string{"--max-key-bytes", "x"}, "", `sidecar: invalid value "x" for flag -max-key-bytes: parse error`},
+		{[]string{"--max-key-bytes", "x"}, "", `sidecar: invalid value "x" for flag -max-key-bytes: want bytes, e.g. 64MiB, got "x"`},
 		{[]string{"--max-key-bytes", "0"}, "", "sidecar: --max-key-bytes must be at least 1, got 0"},
-		{[]string{"--expired-retention", "soon"}, "", `sidecar: invalid value "soon" for flag -expired-retention: parse error`},
+		{[]string{"--expired-retention", "soon"}, "", `sidecar: invalid value "soon" for flag -expired-retention: want a duration such as 500ms, 2s, 5m or 24h, got "soon"`},
 		{[]string{"--log-format", "xml"}, "", `sidecar: --log-format must be text or json, got "xml"`},
 		{[]string{"--log-level", "loud"}, "", `sidecar: --log-level must be debug, info, warn or error, got "loud"`},
 		{[]string{"--event-loops", "0"}, "", "sidecar: --event-loops must be between 1 and 256, got 0"},

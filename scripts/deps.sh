@@ -33,6 +33,7 @@ need twine command -v twine
 need ruby-redis ruby -e 'require "redis"'
 need php-cli command -v php
 need php-redis php -r 'exit(extension_loaded("redis") ? 0 : 1);'
+need prometheus command -v promtool # promtool checks deploy/monitoring (e2e TestMonitoringPromtool)
 
 if [ ${#missing[@]} -gt 0 ]; then
 	# one name each, in order

@@ -2,9 +2,11 @@ package redis
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -123,8 +125,9 @@ func parseURL(raw string) (target, error) {
 	if err := t.setQuery(rawQuery); err != nil {
 		return t, fmt.Errorf("redis: invalid URL %q: %w", redact(raw), err)
 	}
-	// The TLS server name stays empty: the dialer takes it from each
-	// address, which matters when Sentinel or Cluster hand out others.
+	// Unless tls-server-name sets it, the TLS server name stays empty: the
+	// dialer takes it from each address, which matters when Sentinel or
+	// Cluster hand out others.
 	return t, nil
 }
 
@@ -204,6 +207,10 @@ func (t *target) setQuery(raw string) error {
 				return err
 			}
 			t.layout = l
+		case strings.HasPrefix(k, "tls-"):
+			if err := t.setTLS(k, q.Get(k)); err != nil {
+				return err
+			}
 		case t.topology == Cluster && (k == "wait" || k == "wait-timeout"):
 			return fmt.Errorf("%s is not supported on redis+cluster:// (a batch's writes go to several masters; see docs/redis.md)", k)
 		default:
@@ -213,6 +220,62 @@ func (t *target) setQuery(raw string) error {
 	if t.waitTimeout != 0 && t.wait == 0 {
 		return fmt.Errorf("wait-timeout without wait")
 	}
+	return t.loadClientCert(q.Get("tls-cert-file"), q.Get("tls-key-file"))
+}
+
+// setTLS reads a TLS parameter, as redis-cli's --cacert, --sni (and, in
+// loadClientCert, --cert and --key):
+//
+//	tls-ca-file=PATH      PEM certificates of the CAs that sign the servers'
+//	                      (instead of the system's)
+//	tls-server-name=NAME  the name the servers' certificates must carry
+//	                      (instead of each address's host), also sent as SNI
+//	tls-cert-file=PATH    the client certificate (mTLS: tls-auth-clients),
+//	tls-key-file=PATH     and its key, both or neither
+//
+// The same settings apply to every node: the Sentinels and the master they
+// name, a Cluster's nodes. The files are read once, at start.
+func (t *target) setTLS(k, v string) error {
+	if t.tls == nil {
+		return fmt.Errorf("%s needs a TLS URL (rediss://, rediss+sentinel://, rediss+cluster://)", k)
+	}
+	if v == "" {
+		return fmt.Errorf("%s is empty", k)
+	}
+	switch k {
+	case "tls-ca-file":
+		pem, err := os.ReadFile(v)
+		if err != nil {
+			return fmt.Errorf("tls-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("tls-ca-file: no PEM certificate in %s", v)
+		}
+		t.tls.RootCAs = pool
+	case "tls-server-name":
+		t.tls.ServerName = v
+	case "tls-cert-file", "tls-key-file":
+		// loadClientCert, once both are known.
+	default:
+		return fmt.Errorf("unknown parameter %q (TLS takes tls-ca-file, tls-cert-file, tls-key-file, tls-server-name)", k)
+	}
+	return nil
+}
+
+// loadClientCert loads the client certificate of mTLS, when one is given.
+func (t *target) loadClientCert(certFile, keyFile string) error {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil
+	case certFile == "" || keyFile == "":
+		return fmt.Errorf("tls-cert-file and tls-key-file go together: give both or neither")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return fmt.Errorf("tls-cert-file, tls-key-file: %w", err)
+	}
+	t.tls.Certificates = []tls.Certificate{cert}
 	return nil
 }
 
@@ -226,10 +289,22 @@ func hostPort(hp, defPort string) (string, error) {
 	}
 	host, port, err := net.SplitHostPort(hp)
 	if err != nil {
-		// No port: a bare host name or a bracketed IPv6 address.
-		host, port = strings.TrimSuffix(strings.TrimPrefix(hp, "["), "]"), defPort
+		// No port: a bare host name or a bracketed IPv6 address. Only
+		// those: "[::1" (no closing bracket) or "::1" (no brackets) was
+		// once read as [::1]:6379, a guess at what was meant.
+		host, port = hp, defPort
+		if inner, ok := strings.CutPrefix(hp, "["); ok {
+			if host, ok = strings.CutSuffix(inner, "]"); !ok {
+				return "", fmt.Errorf("bad host %q: an IPv6 address is [addr] or [addr]:port", hp)
+			}
+		} else if strings.Contains(hp, ":") {
+			return "", fmt.Errorf("bad host %q: want host:port, or [addr]:port for an IPv6 address", hp)
+		}
 	}
-	if host == "" || strings.ContainsAny(host, "[]/ ") {
+	if strings.HasPrefix(hp, "[") && !strings.Contains(host, ":") {
+		return "", fmt.Errorf("bad host %q: not an IPv6 address in brackets", hp)
+	}
+	if host == "" || strings.ContainsAny(host, "[]/ #") {
 		return "", fmt.Errorf("bad host %q", hp)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {

@@ -55,9 +55,9 @@ func openBackend(ctx context.Context, c config, log *slog.Logger) (opened, error
 		// It answers from memory without waiting: on the event loop.
 		return opened{store: memory.New(opts), kind: "memory", drive: backend.DriveInline}, nil
 	case "file":
-		dir := strings.TrimPrefix(rest, "//")
-		if dir == "" {
-			return opened{}, fmt.Errorf("--backend file: needs a directory, e.g. file:./prepkey-data")
+		dir, err := fileDir(rest)
+		if err != nil {
+			return opened{}, err
 		}
 		o, err := openFile(dir, opts, int64(c.fileCacheMB)<<20, int64(c.minFreeDisk))
 		if err != nil {
@@ -84,4 +84,25 @@ func openBackend(ctx context.Context, c config, log *slog.Logger) (opened, error
 	default:
 		return opened{}, fmt.Errorf("--backend %q: unknown scheme %q (want memory, file, redis, rediss, redis+sentinel, redis+cluster, mongodb, mongodb+srv)", c.backendURL, scheme)
 	}
+}
+
+// fileDir is the directory of a file: URL: file:DIR (relative or
+// absolute), or file:///abs/dir as a URL writes it. A host (file://h/dir)
+// or a query or fragment is refused rather than read as part of a path:
+// file://data/x was once the relative directory data/x.
+func fileDir(rest string) (string, error) {
+	dir := rest
+	if after, ok := strings.CutPrefix(rest, "//"); ok {
+		if !strings.HasPrefix(after, "/") {
+			return "", fmt.Errorf("--backend file://%s: a file: URL names a local directory: file:DIR or file:///absolute/dir", after)
+		}
+		dir = after
+	}
+	switch {
+	case dir == "":
+		return "", fmt.Errorf("--backend file: needs a directory, e.g. file:./prepkey-data")
+	case strings.ContainsAny(dir, "?#"):
+		return "", fmt.Errorf("--backend file:%s: a file: URL takes no query or fragment (? or #)", rest)
+	}
+	return dir, nil
 }

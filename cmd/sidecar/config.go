@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -26,13 +24,21 @@ type config struct {
 	maxClients     int
 	maxTxMemory    byteSize
 	eventLoops     int
-	idleTimeout    int
+	idleTimeout    time.Duration
 	logFormat      string
 	logLevel       string
 	adminListen    string
 	adminMaxConns  int
 	fileCacheMB    int
 	checkOnly      bool
+	// Secrets read from files (--requirepass-file, --backend-file), and
+	// --protected-mode: env.go, protect.go.
+	requirePassFile string
+	backendFile     string
+	protectedMode   string
+	// flagNames are the flags' names, for the warning about PK_*
+	// variables that name none (env.go).
+	flagNames []string
 }
 
 // errHelp is returned for --help, which is not a failure.
@@ -48,13 +54,15 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.listen, "listen", defaultListen, "`address` to serve RESP on: host:port, unix:/path/to.sock, or an inherited listening socket: fd:N, fd:auto (systemd's LISTEN_FDS; on wasip1 the first preopened socket)")
 	fs.StringVar(&c.backendURL, "backend", "file:./prepkey-data", "`URL` of the store that keeps reservations: memory:, file:DIR, redis://…, rediss://…, redis+sentinel://…, redis+cluster://…, mongodb://…, mongodb+srv://…")
 	fs.StringVar(&c.requirePass, "requirepass", "", "`password` clients must give with AUTH (empty: no AUTH)")
-	fs.DurationVar(&c.retention, "expired-retention", 24*time.Hour, "how long an expired record is kept as evidence before it is deleted (0: at expiry)")
-	fs.DurationVar(&c.backendTimeout, "backend-timeout", 2*time.Second, "bound on one backend call; past it the client gets -UNAVAILABLE")
+	c.retention, c.backendTimeout = 24*time.Hour, 2*time.Second
+	fs.Var((*duration)(&c.retention), "expired-retention", "how long (a `duration`) an expired record is kept as evidence before it is deleted (0: at expiry)")
+	fs.Var((*duration)(&c.backendTimeout), "backend-timeout", "bound on one backend call (a `duration`); past it the client gets -UNAVAILABLE")
 	c.minFreeDisk = 64 << 20
-	fs.Var(&c.minFreeDisk, "min-free-disk", "free space kept on the file: store's disk: below it writes get -UNAVAILABLE disk full, reads go on (bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no reserve)")
+	fs.Var(&c.minFreeDisk, "min-free-disk", "free space kept on the file: store's disk: below it writes get -UNAVAILABLE disk full, reads go on (a `size`: bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no reserve)")
 	fs.StringVar(&c.redisKeyPrefix, "redis-key-prefix", "pk:", "prefix of every Redis key the sidecar writes (redis backends)")
-	fs.IntVar(&c.maxKeyBytes, "max-key-bytes", 1024, "largest key in bytes")
-	fs.IntVar(&c.maxValueBytes, "max-value-bytes", 65536, "largest value in bytes")
+	c.maxKeyBytes, c.maxValueBytes = 1024, 65536
+	fs.Var((*intBytes)(&c.maxKeyBytes), "max-key-bytes", "largest key (a `size`: bytes, or with a unit as --min-free-disk)")
+	fs.Var((*intBytes)(&c.maxValueBytes), "max-value-bytes", "largest value (a `size`: bytes, or with a unit as --min-free-disk)")
 	fs.IntVar(&c.maxClients, "max-clients", 10000, "most client connections at once")
 	// 64 MiB: eight connections at the per-transaction bound (8 MiB) at
 	// once, or thousands with the few small commands transactions hold in
@@ -62,22 +70,25 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	// connections queuing 7.5 MiB each peaked at 520 MB RSS on file: with
 	// 64 MiB, 1.4 GB with 256 MiB (docs/benchmarks.md, N3).
 	c.maxTxMemory = 64 << 20
-	fs.Var(&c.maxTxMemory, "max-tx-memory", "most memory the queues of open transactions (MULTI) hold together, on all connections; a command queued past it gets -OOM and its transaction is discarded (bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each transaction's own)")
+	fs.Var(&c.maxTxMemory, "max-tx-memory", "most memory the queues of open transactions (MULTI) hold together, on all connections; a command queued past it gets -OOM and its transaction is discarded (a `size`: bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each transaction's own)")
 	fs.IntVar(&c.eventLoops, "event-loops", 1, "event loops (threads) serving client connections; as Redis, one serves most loads")
-	fs.IntVar(&c.idleTimeout, "timeout", 0, "close a client connection idle this many `seconds` (0: never), as Redis's timeout")
+	fs.Var((*seconds)(&c.idleTimeout), "timeout", "close a client connection idle this long: a `duration` (300s, 5m) or, as Redis's timeout, a number of seconds (0: never)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.IntVar(&c.fileCacheMB, "file-cache-mb", 8, "block cache of the file: store in MiB; the default suits a sidecar, raise it for stores of millions of records")
 	fs.StringVar(&c.adminListen, "admin-listen", "", "`host:port` to serve HTTP on for operators: GET /metrics, /healthz, /readyz (empty: no HTTP port)")
 	fs.IntVar(&c.adminMaxConns, "admin-max-clients", 64, "most connections the --admin-listen port serves at once; more wait to be accepted, so that probes cannot take the descriptors of RESP clients")
-	fs.BoolVar(&c.checkOnly, "check", false, "check that the sidecar at --listen answers PING (with --requirepass), exit 0 if so, 1 if not: a container healthcheck")
+	fs.BoolVar(&c.checkOnly, "check", false, "check that the sidecar at --listen answers PING (with --requirepass), exit 0 if so, 1 if not: a container healthcheck (a flag only: PK_CHECK is ignored)")
+	fs.StringVar(&c.requirePassFile, "requirepass-file", "", "`file` holding --requirepass (one trailing newline is dropped): a mounted secret")
+	fs.StringVar(&c.backendFile, "backend-file", "", "`file` holding --backend, for a URL that carries a password: a mounted secret")
+	fs.StringVar(&c.protectedMode, "protected-mode", "yes", "`yes|no`: yes refuses to listen on an address other than loopback without --requirepass, no allows it (as Redis's protected-mode)")
 	// The flag package prints the usage itself on -help and on every bad
 	// flag: it is silenced, and printed here for -help only, once. A bad
 	// flag is the one-line error run prints.
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(usage, "Usage: sidecar [flags]\n\nprepkey serves PK.* reservation commands over the Redis protocol.\nEvery flag can also be set as PK_<NAME> in the environment (e.g. PK_MAX_KEY_BYTES); a flag wins.\n\nFlags:\n")
+			fmt.Fprintf(usage, "Usage: sidecar [flags]\n\nprepkey serves PK.* reservation commands over the Redis protocol.\nEvery flag but --check can also be set as PK_<NAME> in the environment (e.g. PK_MAX_KEY_BYTES); a flag wins.\n\nFlags:\n")
 			fs.SetOutput(usage)
 			fs.PrintDefaults()
 			return c, errHelp
@@ -89,19 +100,28 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fromEnv := map[string]bool{}
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		name := "PK_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		c.flagNames = append(c.flagNames, f.Name)
+		name := envName(f.Name)
 		v := getenv(name)
-		if given[f.Name] || v == "" || envErr != nil {
+		// --check is a flag only: PK_CHECK=true in a container's
+		// environment, meant for its healthcheck, would turn the server
+		// itself into a one-shot probe.
+		if given[f.Name] || v == "" || envErr != nil || f.Name == "check" {
 			return
 		}
 		if err := fs.Set(f.Name, v); err != nil {
 			envErr = fmt.Errorf("invalid value %q for %s: %v", v, name, err)
 		}
+		fromEnv[f.Name] = true
 	})
 	if envErr != nil {
 		return c, envErr
+	}
+	if err := c.readSecretFiles(given, fromEnv); err != nil {
+		return c, err
 	}
 	return c, c.check()
 }
@@ -121,11 +141,13 @@ func (c config) check() error {
 	case c.eventLoops < 1 || c.eventLoops > 256:
 		return fmt.Errorf("--event-loops must be between 1 and 256, got %d", c.eventLoops)
 	case c.idleTimeout < 0:
-		return fmt.Errorf("--timeout must not be negative, got %d", c.idleTimeout)
+		return fmt.Errorf("--timeout must not be negative, got %s", formatDuration(c.idleTimeout))
+	case c.protectedMode != "yes" && c.protectedMode != "no":
+		return fmt.Errorf("--protected-mode must be yes or no, got %q", c.protectedMode)
 	case c.retention < 0:
-		return fmt.Errorf("--expired-retention must not be negative, got %s", c.retention)
+		return fmt.Errorf("--expired-retention must not be negative, got %s", formatDuration(c.retention))
 	case c.backendTimeout <= 0:
-		return fmt.Errorf("--backend-timeout must be positive, got %s", c.backendTimeout)
+		return fmt.Errorf("--backend-timeout must be positive, got %s", formatDuration(c.backendTimeout))
 	case c.logFormat != "text" && c.logFormat != "json":
 		return fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
 	case c.listen == "" || c.listen == "unix:":
@@ -145,34 +167,4 @@ func (c config) level() (slog.Level, error) {
 		return lvl, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}
 	return lvl, nil
-}
-
-// byteSize is a flag of bytes: a number, optionally followed by a unit
-// (B, KB, MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of
-// 1024; case-insensitive).
-type byteSize int64
-
-func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
-
-func (b *byteSize) Set(s string) error {
-	s = strings.TrimSpace(s)
-	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	num, unit := s, ""
-	if i >= 0 {
-		num, unit = s[:i], strings.ToLower(strings.TrimSpace(s[i:]))
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return fmt.Errorf("want bytes, e.g. 64MiB, got %q", s)
-	}
-	mult := map[string]int64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[unit]
-	if mult == 0 {
-		return fmt.Errorf("unknown unit %q in %q (want B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", unit, s)
-	}
-	if n > math.MaxInt64/mult {
-		return fmt.Errorf("%q is too large", s)
-	}
-	*b = byteSize(n * mult)
-	return nil
 }

@@ -58,6 +58,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if cfg.checkOnly {
 		return runCheck(cfg, stderr)
 	}
+	if err := cfg.checkProtectedListen(); err != nil {
+		fmt.Fprintf(stderr, "sidecar: %v\n", err)
+		return 2
+	}
 	log := newLogger(cfg, stderr)
 	// Backends that log through the default logger (pebble's events in the
 	// embedded store) then follow --log-format and --log-level.
@@ -83,6 +87,12 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sidecar: --listen %s: %v\n", cfg.listen, err)
 		return 2
 	}
+	if err := cfg.checkProtectedAddr(ln.Addr()); err != nil {
+		ln.Close()
+		st.Close()
+		fmt.Fprintf(stderr, "sidecar: %v\n", err)
+		return 2
+	}
 	var adminLn net.Listener
 	if cfg.adminListen != "" {
 		if adminLn, err = netListen("tcp", cfg.adminListen); err != nil {
@@ -91,6 +101,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "sidecar: --admin-listen %s: %v\n", cfg.adminListen, err)
 			return 2
 		}
+	}
+	// Once nothing can refuse the start any more, so that a refused start
+	// stays one line.
+	for _, w := range unknownEnv(os.Environ(), cfg.flagNames) {
+		log.Warn(w)
 	}
 	adminConns := 0
 	if adminLn != nil {
@@ -103,7 +118,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		MaxClients: maxClients,
 		EventLoops: cfg.eventLoops,
 		// Redis's timeout: seconds a client may stay idle (0: forever).
-		IdleTimeout: time.Duration(cfg.idleTimeout) * time.Second,
+		IdleTimeout: cfg.idleTimeout,
 		// A bulk this far past the limits is a framing-level refusal (as
 		// Redis's proto-max-bulk-len); smaller ones get the limit's error.
 		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,

@@ -120,7 +120,7 @@ func (b *storeBatch) run(st Store) {
 		st.Batch(ctx, b.cmds[start:end], replies[start:end])
 		cancel()
 		now := time.Now()
-		b.stats.StoreCall(end-start, now.Sub(called))
+		b.stats.StoreCall(b.cmds[start:end], end-start, now.Sub(called))
 		b.watch.Heard(now)
 	}
 	if b.d != nil {
@@ -200,7 +200,7 @@ func (b *storeBatch) wait(t *time.Timer, budget time.Duration) bool {
 
 func (b *batch) Commands() [][][]byte { return b.cmds }
 
-func (b *batch) Stored(n int, took time.Duration) { b.stats.StoreCall(n, took) }
+func (b *batch) Stored(n int, took time.Duration) { b.stats.StoreCall(b.cmds, n, took) }
 
 // Answer writes the replies to the connections' output and resumes them.
 func (b *batch) Answer(replies []commands.Reply) {

@@ -15,7 +15,9 @@
 package stats
 
 import (
+	"bytes"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,8 +117,9 @@ type cmdCounters struct {
 type Loop struct {
 	cmds    []cmdCounters                       // by Table index
 	errs    [commands.NumPrefixes]atomic.Uint64 // by prefix (Errorstats)
-	backend hist                                // one store call for a batch, nanoseconds
+	backend []hist                              // one store call for a batch, nanoseconds, by op (opOf)
 	batch   hist                                // commands per store call
+	table   *Table
 }
 
 // Record counts one command's reply: idx is its Table index, code its
@@ -141,10 +144,43 @@ func (l *Loop) RecordN(idx int, o Outcome, n, took uint64) {
 // CountError counts an error reply by its prefix (Errorstats).
 func (l *Loop) CountError(code commands.ErrCode) { l.errs[code.Prefix()].Add(1) }
 
-// StoreCall counts one store call for a batch of n commands.
-func (l *Loop) StoreCall(n int, took time.Duration) {
-	l.backend.observe(uint64(max(took, 0)), LatencyBounds)
+// StoreCall counts one store call for a batch of n commands, cmds (n may
+// be fewer: those that validation refused never reach the store). Its
+// latency is counted under the op its commands share (pk.get: get), or
+// "mixed" when they are of several kinds.
+func (l *Loop) StoreCall(cmds [][][]byte, n int, took time.Duration) {
+	l.backend[l.table.opOf(cmds)].observe(uint64(max(took, 0)), LatencyBounds)
 	l.batch.observe(uint64(n), BatchBounds)
+}
+
+// opOf is the op index of a store call's commands: their command's Table
+// index when they all have the same name, else mixed. It costs one lookup
+// and a comparison of each command's name with the first's.
+func (t *Table) opOf(cmds [][][]byte) int {
+	if len(cmds) == 0 || len(cmds[0]) == 0 {
+		return t.mixed()
+	}
+	first := cmds[0][0]
+	for _, c := range cmds[1:] {
+		if len(c) == 0 || !bytes.Equal(c[0], first) && !bytes.EqualFold(c[0], first) {
+			return t.mixed()
+		}
+	}
+	return t.Index(first)
+}
+
+// mixed is the op index of a store call whose commands are of several
+// kinds, after the Table's names.
+func (t *Table) mixed() int { return len(t.names) }
+
+// opNames are the op label values, by op index: the command names without
+// "pk.", then "mixed".
+func (t *Table) opNames() []string {
+	ops := make([]string, 0, len(t.names)+1)
+	for _, n := range t.names {
+		ops = append(ops, strings.TrimPrefix(n, "pk."))
+	}
+	return append(ops, "mixed")
 }
 
 // Table maps command names to counter indexes: every PK command and
@@ -223,11 +259,15 @@ func (s *Counters) ForLoop(key any) *Loop {
 	if ls == nil {
 		ls = &Loop{
 			cmds:    make([]cmdCounters, len(s.Table.names)),
-			backend: newHist(LatencyBounds),
+			backend: make([]hist, s.Table.mixed()+1),
 			batch:   newHist(BatchBounds),
+			table:   &s.Table,
 		}
 		for i := range ls.cmds {
 			ls.cmds[i].latency = newHist(LatencyBounds)
+		}
+		for i := range ls.backend {
+			ls.backend[i] = newHist(LatencyBounds)
 		}
 		s.loops[key] = ls
 	}
@@ -319,9 +359,10 @@ type Snapshot struct {
 	CommandsProcessed  int64
 	Commands           []CommandStats // every command known, used or not
 	Errors             map[string]uint64
-	BackendLatency     Hist  // per store call, nanoseconds
-	BatchSize          Hist  // commands per store call
-	LoopBackendConns   int64 // event loops' own backend connections up (a standalone Redis)
+	BackendLatency     []Hist   // per store call, nanoseconds, by op: BackendOps[i]
+	BackendOps         []string // op names: the commands' without "pk.", then "mixed"
+	BatchSize          Hist     // commands per store call
+	LoopBackendConns   int64    // event loops' own backend connections up (a standalone Redis)
 	Uptime             time.Duration
 	Backend            string
 	Version            string
@@ -338,6 +379,8 @@ func (s *Counters) Snapshot() Snapshot {
 		RejectedTotal:      s.Rejected.Load(),
 		LoopBackendConns:   s.UpstreamsUp.Load(),
 		Commands:           make([]CommandStats, len(s.Table.names)),
+		BackendLatency:     make([]Hist, s.Table.mixed()+1),
+		BackendOps:         s.Table.opNames(),
 		Errors:             map[string]uint64{},
 		OutcomeNames:       outcomeNames[:],
 		LatencyBoundsNanos: LatencyBounds,
@@ -361,7 +404,9 @@ func (s *Counters) Snapshot() Snapshot {
 				snap.Errors[commands.Prefix(p).String()] += n
 			}
 		}
-		ls.backend.addTo(&snap.BackendLatency)
+		for i := range ls.backend {
+			ls.backend[i].addTo(&snap.BackendLatency[i])
+		}
 		ls.batch.addTo(&snap.BatchSize)
 	}
 	for i := range snap.Commands {
@@ -369,8 +414,10 @@ func (s *Counters) Snapshot() Snapshot {
 			snap.Commands[i].Latency.Counts = make([]uint64, len(LatencyBounds)+1)
 		}
 	}
-	if snap.BackendLatency.Counts == nil {
-		snap.BackendLatency.Counts = make([]uint64, len(LatencyBounds)+1)
+	for i := range snap.BackendLatency {
+		if snap.BackendLatency[i].Counts == nil {
+			snap.BackendLatency[i].Counts = make([]uint64, len(LatencyBounds)+1)
+		}
 	}
 	if snap.BatchSize.Counts == nil {
 		snap.BatchSize.Counts = make([]uint64, len(BatchBounds)+1)

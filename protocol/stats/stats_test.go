@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -60,7 +61,13 @@ func TestSnapshot(t *testing.T) {
 	b.RecordN(ping, OutcomeOK, 2, 40e3)
 	b.Record(s.Table.Index([]byte("nope")), OutcomeError, commands.ErrUnknownCommand, time.Microsecond)
 	a.CountError(commands.ErrWrongPass)
-	a.StoreCall(16, time.Millisecond)
+	gets := make([][][]byte, 16)
+	for i := range gets {
+		gets[i] = [][]byte{[]byte("PK.GET"), []byte("ns"), []byte("k")}
+	}
+	a.StoreCall(gets, 16, time.Millisecond)
+	b.StoreCall([][][]byte{gets[0], {[]byte("pk.prepare"), []byte("ns"), []byte("k"), []byte("v")}}, 2, 2*time.Millisecond)
+	b.StoreCall([][][]byte{{[]byte("pk.rollback"), []byte("ns"), []byte("k")}}, 1, 3*time.Millisecond)
 
 	snap := s.Snapshot()
 	byName := map[string]CommandStats{}
@@ -73,7 +80,35 @@ func TestSnapshot(t *testing.T) {
 	require.Equal(t, uint64(3e3+2*40e3), byName["ping"].Latency.Sum)
 	require.Equal(t, uint64(1), byName["unknown"].Outcomes[OutcomeError])
 	require.Equal(t, map[string]uint64{"ERR": 1, "WRONGPASS": 1}, snap.Errors)
-	require.Equal(t, uint64(1), snap.BatchSize.Count())
-	require.Equal(t, uint64(16), snap.BatchSize.Sum)
-	require.Equal(t, uint64(1e6), snap.BackendLatency.Sum)
+	require.Equal(t, uint64(3), snap.BatchSize.Count())
+	require.Equal(t, uint64(19), snap.BatchSize.Sum)
+	// Store calls by op: the commands' shared name without "pk.", or mixed.
+	byOp := map[string]uint64{}
+	for i, op := range snap.BackendOps {
+		if n := snap.BackendLatency[i].Count(); n > 0 {
+			byOp[op] = snap.BackendLatency[i].Sum
+		}
+	}
+	require.Equal(t, map[string]uint64{"get": 1e6, "mixed": 2e6, "rollback": 3e6}, byOp)
+	require.Equal(t, len(snap.BackendOps), len(snap.BackendLatency))
+}
+
+// BenchmarkStoreCall: the cost of counting one store call by op, for a
+// call of one command and of a pipeline of 16 of one kind (the op is told
+// by one lookup and a comparison of each command's name with the first's).
+func BenchmarkStoreCall(b *testing.B) {
+	s := New([]string{"ping"})
+	l := s.ForLoop(nil)
+	for _, n := range []int{1, 16} {
+		cmds := make([][][]byte, n)
+		for i := range cmds {
+			cmds[i] = [][]byte{[]byte("PK.PREPARE"), []byte("ns"), []byte("k"), []byte("v")}
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				l.StoreCall(cmds, n, time.Millisecond)
+			}
+		})
+	}
 }
