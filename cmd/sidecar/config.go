@@ -25,14 +25,18 @@ type config struct {
 	maxValueBytes  int
 	maxClients     int
 	maxTxMemory    byteSize
-	eventLoops     int
-	idleTimeout    int
-	logFormat      string
-	logLevel       string
-	adminListen    string
-	adminMaxConns  int
-	fileCacheMB    int
-	checkOnly      bool
+	// maxClientsMemory is --max-clients-memory; clientsMemoryGiven says
+	// whether it was given (else defaultClientsMemory; 0 given is off).
+	maxClientsMemory   byteSize
+	clientsMemoryGiven bool
+	eventLoops         int
+	idleTimeout        int
+	logFormat          string
+	logLevel           string
+	adminListen        string
+	adminMaxConns      int
+	fileCacheMB        int
+	checkOnly          bool
 }
 
 // errHelp is returned for --help, which is not a failure.
@@ -63,6 +67,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	// 64 MiB, 1.4 GB with 256 MiB (docs/benchmarks.md, N3).
 	c.maxTxMemory = 64 << 20
 	fs.Var(&c.maxTxMemory, "max-tx-memory", "most memory the queues of open transactions (MULTI) hold together, on all connections; a command queued past it gets -OOM and its transaction is discarded (bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each transaction's own)")
+	fs.Var(&c.maxClientsMemory, "max-clients-memory", "most memory all client connections hold together in buffers (unread replies, input not yet served); past it the connection holding the most is closed, as Redis's maxmemory-clients (bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each connection's own; default: half of GOMEMLIMIT when set, else 512MiB)")
 	fs.IntVar(&c.eventLoops, "event-loops", 1, "event loops (threads) serving client connections; as Redis, one serves most loads")
 	fs.IntVar(&c.idleTimeout, "timeout", 0, "close a client connection idle this many `seconds` (0: never), as Redis's timeout")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -103,6 +108,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	if envErr != nil {
 		return c, envErr
 	}
+	c.clientsMemoryGiven = given["max-clients-memory"] || getenv("PK_MAX_CLIENTS_MEMORY") != ""
 	return c, c.check()
 }
 

@@ -97,6 +97,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		adminConns = cfg.adminMaxConns
 	}
 	maxClients := fitClients(cfg.maxClients, adminConns, log)
+	if !cfg.clientsMemoryGiven {
+		cfg.maxClientsMemory = byteSize(defaultClientsMemory())
+	}
 	limits := commands.Limits{MaxKeyBytes: cfg.maxKeyBytes, MaxValueBytes: cfg.maxValueBytes}
 	srv := protocol.New(protocol.Config{
 		Password:   cfg.requirePass,
@@ -111,11 +114,12 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		Backend: kind,
 		// How PK commands reach the store is its opener's to say
 		// (openBackend); a standalone Redis is reached through its Wire.
-		Drive:          o.drive,
-		Wire:           o.wire,
-		BackendTimeout: cfg.backendTimeout,
-		MaxTxMemory:    int64(cfg.maxTxMemory),
-		Logger:         log,
+		Drive:            o.drive,
+		Wire:             o.wire,
+		BackendTimeout:   cfg.backendTimeout,
+		MaxTxMemory:      int64(cfg.maxTxMemory),
+		Logger:           log,
+		MaxClientsMemory: int64(cfg.maxClientsMemory),
 	}, commands.New(st, limits, nil), st)
 
 	// The backend's health is watched whether or not /readyz is served: its
