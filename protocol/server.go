@@ -149,7 +149,9 @@ type Server struct {
 	ln    net.Listener
 	loops transport.Loops // the event loops; gnet's client mode serves accepted conns
 	conns map[*conn]struct{}
-	open  sync.WaitGroup // one per connection until its loop closes it
+	// loopSet numbers the event loops that have served a client (Alive).
+	loopSet map[transport.Loop]int
+	open    sync.WaitGroup // one per connection until its loop closes it
 }
 
 // New returns a Server that runs PK commands with handler and reports the
@@ -168,7 +170,7 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 		cfg.BackendTimeout = 2 * time.Second
 	}
 	s := &Server{cfg: cfg, handler: handler, backend: backend, started: time.Now(),
-		conns: make(map[*conn]struct{}), flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
+		conns: make(map[*conn]struct{}), loopSet: make(map[transport.Loop]int), flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
 	s.mem.limit = max(cfg.MaxClientsMemory, 0)
 	s.connCmds = newConnCmds(s)
 	s.stats = stats.New(s.connCmds.Names())
