@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,7 +51,8 @@ func (p *places) Accept() (net.Conn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(p.conns) >= p.max {
-		if victim := p.victim(); victim != nil {
+		victim, wait := p.victim()
+		if victim != nil {
 			delete(p.conns, victim)
 			_ = victim.Close() // net/http's goroutine for it ends
 			continue
@@ -59,10 +61,41 @@ func (p *places) Accept() (net.Conn, error) {
 			_ = nc.Close()
 			return nil, net.ErrClosed
 		}
+		if wait > 0 {
+			// One that sent nothing is younger than quietFor.
+			p.mu.Unlock()
+			time.Sleep(wait)
+			p.mu.Lock()
+			continue
+		}
 		p.free.Wait() // every place serves a request
 	}
-	p.conns[nc] = place{http.StateNew, time.Now()}
-	return nc, nil
+	tc := &tracked{Conn: nc}
+	p.conns[tc] = place{http.StateNew, time.Now()}
+	return tc, nil
+}
+
+// tracked is an accepted connection that notes whether net/http has read
+// from it: one that has is not taken for a connection that sent nothing,
+// even before net/http calls it active.
+type tracked struct {
+	net.Conn
+	got atomic.Bool
+}
+
+func (t *tracked) Read(b []byte) (int, error) {
+	n, err := t.Conn.Read(b)
+	if n > 0 {
+		t.got.Store(true)
+	}
+	return n, err
+}
+
+// sentNothing reports whether c has sent nothing: net/http has read nothing of
+// it and no byte waits in its socket.
+func sentNothing(c net.Conn) bool {
+	t, ok := c.(*tracked)
+	return ok && !t.got.Load() && unreadBytes(t.Conn) == 0
 }
 
 // Close closes the listener and ends an Accept waiting for a place
@@ -75,10 +108,17 @@ func (p *places) Close() error {
 	return p.Listener.Close()
 }
 
+// quietFor is how long a connection that has sent nothing keeps its place
+// against a new one: a probe sends its request as it connects, and its
+// bytes wait in the socket until net/http's goroutine reads them.
+const quietFor = 10 * time.Millisecond
+
 // victim is the connection whose place a new one takes: the idle
-// kept-alive one idle the longest, else the one that has sent no request
-// for the longest; nil when all are serving requests.
-func (p *places) victim() net.Conn {
+// kept-alive one idle the longest, else the one that has sent nothing
+// (not a byte waits in its socket: unread, see unreadBytes) for the
+// longest, past quietFor; nil when all are serving requests or have sent
+// theirs, with wait set when one that sent nothing is younger.
+func (p *places) victim() (victim net.Conn, wait time.Duration) {
 	var idle, quiet net.Conn
 	var idleSince, quietSince time.Time
 	for c, pl := range p.conns {
@@ -88,15 +128,21 @@ func (p *places) victim() net.Conn {
 				idle, idleSince = c, pl.since
 			}
 		case http.StateNew:
-			if quiet == nil || pl.since.Before(quietSince) {
+			if (quiet == nil || pl.since.Before(quietSince)) && sentNothing(c) {
 				quiet, quietSince = c, pl.since
 			}
 		}
 	}
-	if idle != nil {
-		return idle
+	switch {
+	case idle != nil:
+		return idle, 0
+	case quiet == nil:
+		return nil, 0
 	}
-	return quiet
+	if age := time.Since(quietSince); age < quietFor {
+		return nil, quietFor - age
+	}
+	return quiet, 0
 }
 
 // track is http.Server.ConnState: it follows each connection's state and
