@@ -54,7 +54,8 @@ type conn struct {
 	created     int64        // Unix seconds
 	lastInput   atomic.Int64 // Unix seconds of the last input
 
-	backlog bool       // replies left unsent past backlogAt: the serve yields (flushFull)
+	backlog bool       // backlogAt of replies written in this serve, or left unsent: it yields (flushFull)
+	wrote   int        // bytes of replies this serve wrote by flushFull
 	wide    int        // a window that takes in the large request at the front
 	epfd    int        // the loop's epoll descriptor, where it can stop reading (st.reading)
 	argsBuf [][]byte   // reused by the parser
@@ -235,7 +236,7 @@ func (c *conn) serve() (closeIt bool) { return c.serveAt(time.Now()) }
 // the input and answers what it holds, or takes in the large request being
 // assembled; a pass ends the serve, or has the input looked at again.
 func (c *conn) serveAt(began time.Time) (closeIt bool) {
-	c.began = began
+	c.began, c.wrote = began, 0
 	// What it answered is counted on every way out, a close included (a
 	// way out that wrote the replies has counted them already).
 	defer c.flushNotes()
@@ -472,14 +473,17 @@ func (c *conn) flushFull() (closeIt bool) {
 	if c.st.atStore() || len(c.out.B) < flushAt {
 		return false
 	}
+	c.wrote += len(c.out.B)
 	closeIt = c.flushUnread()
-	c.backlog = c.gc.OutboundBuffered() >= backlogAt
+	c.backlog = c.wrote >= backlogAt || c.gc.OutboundBuffered() >= backlogAt
 	return closeIt
 }
 
-// backlogAt is how many bytes of replies gnet may hold unsent (the
-// client's socket full) before the connection yields its turn after each
-// flushAt of replies.
+// backlogAt is how many bytes of replies one serve may write, and gnet
+// hold unsent (the client's socket full), before the connection yields its
+// turn after each flushAt of replies. The first bound keeps the loop's
+// rounds short while the kernel's socket buffers (megabytes on loopback)
+// take a client's replies; the second, once they are full.
 const backlogAt = 1 << 20
 
 // flushUnread writes the replies and reports whether the connection is to
