@@ -32,7 +32,7 @@ func TestSlowReadersBound(t *testing.T) {
 		value   = 64 << 10
 		gets    = 768 // 48 MiB of replies each, under the connection's own 64 MiB
 	)
-	s := start(t, "--backend", "memory:", "--max-clients-memory", "128MiB")
+	s := start(t, "--backend", "memory:", "--max-clients-memory", "128MiB", "--admin-listen", "127.0.0.1:0")
 	pid := s.cmd.Process.Pid
 	ns := uniqueNS(t)
 	rdb := s.client(t, 2, func(o *redis.Options) { o.ReadTimeout = 10 * time.Second })
@@ -119,6 +119,10 @@ func TestSlowReadersBound(t *testing.T) {
 	t.Logf("idle RSS %d MiB, peak RSS %d MiB, evicted %d of %d, clients' memory after %d MiB",
 		idle/mib, peak/mib, evicted, readers, held/mib)
 	require.Greater(t, evicted, int64(readers/2), "most slow readers are evicted: 128 MiB holds 2 of them")
+	require.Contains(t, s.logs(), "closing the client that holds the most: clients' memory past --max-clients-memory")
+	_, metrics := httpGet(t, s.adminURL(t)+"/metrics")
+	require.Contains(t, metrics, fmt.Sprintf("\nprepkey_evicted_clients_total %d\n", evicted))
+	require.Contains(t, metrics, "\nprepkey_max_clients_memory_bytes 1.34217728e+08\n")
 	require.LessOrEqual(t, held, int64(bound), "what the survivors hold fits the bound")
 	// The heap holds the bound, the last serve's replies past it, and what
 	// the collector has not yet reclaimed (GOGC 100 on memory:).
