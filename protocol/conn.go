@@ -236,7 +236,7 @@ func (c *conn) serve() (closeIt bool) { return c.serveAt(time.Now()) }
 // the input and answers what it holds, or takes in the large request being
 // assembled; a pass ends the serve, or has the input looked at again.
 func (c *conn) serveAt(began time.Time) (closeIt bool) {
-	c.began, c.wrote = began, 0
+	c.began, c.wrote, c.backlog = began, 0, false
 	// What it answered is counted on every way out, a close included (a
 	// way out that wrote the replies has counted them already).
 	defer c.flushNotes()
@@ -465,10 +465,11 @@ func (c *conn) incomplete(in *input) (next pass, stopped bool) {
 // whether the connection is then to be closed for leaving them unread. A
 // connection at the store is left alone: its out is the store work's.
 //
-// A connection whose replies gnet still holds past backlogAt then has had
-// its turn (backlog): a client that does not read cannot have the loop
-// build megabytes of its replies while others wait (issue 30: 50 such
-// clients pipelining PK.GET of 64 KiB held PING for seconds).
+// A connection that has written backlogAt of replies in this serve, or
+// whose replies gnet still holds past it, then has had its turn (backlog):
+// a client that does not read cannot have the loop build megabytes of its
+// replies while others wait (issue 30: 50 such clients pipelining PK.GET
+// of 64 KiB held PING for seconds).
 func (c *conn) flushFull() (closeIt bool) {
 	if c.st.atStore() || len(c.out.B) < flushAt {
 		return false
