@@ -11,13 +11,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMaxConnsShutdown: with its one place taken by an idle kept-alive
-// connection, a second connection waits unanswered; closing the first
-// lets it in; Shutdown ends Serve while a third waits for a place.
+// TestMaxConnsShutdown: a second connection takes the place of an idle
+// kept-alive one at once; while the one place serves a request (a /healthz
+// held in Live), a third waits unanswered; once it is answered the third
+// takes its place; Shutdown ends Serve while a fourth waits for a place.
 func TestMaxConnsShutdown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	a := New(Config{Health: NewHealth(&switchPinger{state: "up"}, time.Second, nil), MaxConns: 1})
+	hold := make(chan chan struct{}, 1)
+	live := func(ctx context.Context) error {
+		select {
+		case release := <-hold:
+			<-release
+		default:
+		}
+		return nil
+	}
+	a := New(Config{Health: NewHealth(&switchPinger{state: "up"}, time.Second, nil), MaxConns: 1, Live: live})
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ln) }()
 	dial := func() (net.Conn, *bufio.Reader) {
@@ -39,11 +49,17 @@ func TestMaxConnsShutdown(t *testing.T) {
 	}
 	first, rd1 := dial()
 	require.Equal(t, "200 OK", status(first, rd1, 5*time.Second))
+	release := make(chan struct{})
+	hold <- release
 	second, rd2 := dial()
-	require.Contains(t, status(second, rd2, 300*time.Millisecond), "i/o timeout", "the second waits for the place")
-	first.Close()
+	require.Eventually(t, func() bool { return len(hold) == 0 }, 5*time.Second, time.Millisecond,
+		"the second took the idle first's place and its /healthz is held")
+	third, rd3 := dial()
+	require.Contains(t, status(third, rd3, 300*time.Millisecond), "i/o timeout", "the third waits while the place serves a request")
+	close(release)
 	require.Equal(t, "200 OK", status(second, rd2, 5*time.Second))
-	dial() // waits for the place the second holds
+	require.Equal(t, "200 OK", status(third, rd3, 5*time.Second))
+	dial() // waits for the place the third holds, idle: it takes it
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, a.Shutdown(ctx))

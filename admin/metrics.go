@@ -60,6 +60,12 @@ var (
 		"1 when the backend answered its last ping within --backend-timeout, else 0.", nil, nil)
 	descLoopConns = prometheus.NewDesc("prepkey_backend_loop_connections",
 		"Event loops' own connections to a standalone Redis that are up (0 for other backends).", nil, nil)
+	descClientsMem = prometheus.NewDesc("prepkey_clients_memory_bytes",
+		"Bytes client connections hold in buffers (unread replies, input not yet served), bounded by --max-clients-memory.", nil, nil)
+	descMaxClientsMem = prometheus.NewDesc("prepkey_max_clients_memory_bytes",
+		"--max-clients-memory (0: no bound).", nil, nil)
+	descEvicted = prometheus.NewDesc("prepkey_evicted_clients_total",
+		"Client connections closed for --max-clients-memory (the one holding the most).", nil, nil)
 	descInfo = prometheus.NewDesc("prepkey_build_info",
 		"Always 1: the sidecar's version and backend kind.", []string{"version", "backend"}, nil)
 )
@@ -72,7 +78,8 @@ type serverCollector struct {
 
 func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCommands, descDuration, descBackend, descBatch, descConnected,
-		descMaxClients, descTxQueued, descReceived, descRejected, descErrors, descUp, descLoopConns, descInfo} {
+		descMaxClients, descTxQueued, descReceived, descRejected, descErrors, descUp, descLoopConns, descInfo,
+		descClientsMem, descMaxClientsMem, descEvicted} {
 		ch <- d
 	}
 }
@@ -113,6 +120,9 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
 	ch <- prometheus.MustNewConstMetric(descLoopConns, prometheus.GaugeValue, float64(s.LoopBackendConns))
 	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, s.Version, s.Backend)
+	ch <- prometheus.MustNewConstMetric(descClientsMem, prometheus.GaugeValue, float64(s.ClientsMemory))
+	ch <- prometheus.MustNewConstMetric(descMaxClientsMem, prometheus.GaugeValue, float64(s.MaxClientsMemory))
+	ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, float64(s.EvictedClients))
 }
 
 // histogram turns per-bucket counts into Prometheus's cumulative buckets;

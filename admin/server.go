@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 )
 
 // Config is what the admin server serves.
@@ -26,8 +25,17 @@ type Config struct {
 	// MaxConns bounds the connections served at once (--admin-max-clients);
 	// past it new ones wait to be accepted. 0: no bound.
 	MaxConns int
-	Logger   *slog.Logger
+	// Live, when set, is what /healthz asks: whether the RESP server's
+	// event loops run (protocol.Server.Alive), within liveWithin. Without
+	// it /healthz answers 200 while net/http does.
+	Live   func(ctx context.Context) error
+	Logger *slog.Logger
 }
+
+// liveWithin bounds /healthz's question to the event loops: under a
+// kubelet probe's default timeout (1 s), and long enough for a loop's
+// busiest round (a serve is bounded: maxServe, backlogAt).
+const liveWithin = 800 * time.Millisecond
 
 // Server is the HTTP server of --admin-listen.
 type Server struct {
@@ -47,7 +55,15 @@ func New(cfg Config) *Server {
 		ErrorLog:            slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		MaxRequestsInFlight: 4,
 	}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if cfg.Live != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), liveWithin)
+			defer cancel()
+			if err := cfg.Live(ctx); err != nil {
+				text(w, http.StatusServiceUnavailable, "not live: "+oneLine(err.Error()))
+				return
+			}
+		}
 		text(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -70,7 +86,8 @@ func New(cfg Config) *Server {
 		Handler: mux,
 		// Probes and scrapes are small: bound what a client may hold. A
 		// connection that sends nothing is closed after ReadHeaderTimeout,
-		// an idle kept-alive one after IdleTimeout.
+		// an idle kept-alive one after IdleTimeout, either sooner when a
+		// new connection needs its place (places).
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -90,12 +107,16 @@ func text(w http.ResponseWriter, code int, msg string) {
 // Serve serves HTTP on ln until Shutdown; it then returns nil.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.maxConns > 0 {
-		// Past the cap Accept waits for a connection to close: those
-		// dialled meanwhile wait in the kernel's accept queue, which takes
-		// no descriptor of the process, or are refused once it is full.
-		// So idle probes, however many, cannot take the descriptors the
-		// RESP port's clients need (issue 23, N4).
-		ln = netutil.LimitListener(ln, s.maxConns)
+		// Past the cap a new connection takes the place of one that is
+		// not serving a request (places), or Accept waits for one to
+		// close: those dialled meanwhile wait in the kernel's accept
+		// queue, which takes no descriptor of the process. So idle
+		// probes, however many, cannot take the descriptors the RESP
+		// port's clients need (issue 23, N4), nor lock out a fresh probe
+		// (issue 30).
+		p := newPlaces(ln, s.maxConns)
+		s.http.ConnState = p.track
+		ln = p
 	}
 	if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err

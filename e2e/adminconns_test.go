@@ -40,8 +40,9 @@ func (a *adminConn) answered(d time.Duration) string {
 // TestAdminConnsCapped runs the sidecar with 256 descriptors (ulimit -n)
 // and PK_ADMIN_MAX_CLIENTS=16, and keeps 400 connections to the admin port
 // open, each having sent GET /healthz with keep-alive, as a flood of idle
-// probes would. Only 16 are answered, the others wait to be accepted
-// (taking no descriptor of the sidecar), and RESP clients are still
+// probes would. At most 16 are open in the sidecar at once, the others
+// wait to be accepted (taking no descriptor of the sidecar), each taking
+// the place of an idle one once answered, and RESP clients are still
 // accepted and answered; max-clients is reduced to what the descriptors
 // hold (256 - 16 - 128 kept for the store and listeners), as Redis reduces
 // maxclients for a low ulimit. Once an answered connection closes, a
@@ -104,21 +105,13 @@ func TestAdminConnsCapped(t *testing.T) {
 	}
 	require.Contains(t, s.logs(), "maxclients has been reduced to compensate for low ulimit")
 
-	require.Len(t, answered, capped, "the admin port serves at most PK_ADMIN_MAX_CLIENTS connections")
-	// A place freed is taken by a waiting connection, which is answered.
-	conns[answered[0]].nc.Close()
-	got := make(chan string, len(waiting))
-	for _, i := range waiting {
-		go func() {
-			if st := conns[i].answered(10 * time.Second); st != "" {
-				got <- st
-			}
-		}()
-	}
-	select {
-	case st := <-got:
-		require.Equal(t, "200 OK", st)
-	case <-time.After(15 * time.Second):
-		t.Fatal("no waiting admin connection was answered after one closed")
-	}
+	// Each connection, answered and then idle, gives its place to the
+	// next one (issue 30: idle kept-alive connections held every place
+	// for their 60 s idle timeout, and a fresh probe waited that long):
+	// all are answered in turn, never more than PK_ADMIN_MAX_CLIENTS at
+	// once, since the RESP clients above kept their descriptors.
+	// A connection that has sent nothing 10 ms after it was accepted may
+	// lose its place to a new one (a probe sends its request as it
+	// connects; this test's writes may lag on a loaded machine).
+	require.Greater(t, len(answered), flood*9/10, "admin connections are answered in turn; waiting: %v", waiting)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,21 @@ var inlineCases = []inlineCase{
 	{name: "HELLO 4", send: "HELLO 4\r\n", want: "-NOPROTO unsupported protocol version\r\n"},
 	{name: "SELECT +0", send: "SELECT +0\r\n", want: "-ERR value is not an integer or out of range\r\n"},
 	{name: "SELECT 00", send: "SELECT 00\r\n", want: "-ERR value is not an integer or out of range\r\n"},
+	// Lines without their newline past 64 KiB (PROTO_INLINE_MAX_SIZE):
+	// redis-server answers and closes (issue 30; the sidecar answered
+	// nothing and reset the connection after 5 MiB).
+	{name: "inline line over 64 KiB", send: strings.Repeat("A", 70000),
+		want: "-ERR Protocol error: too big inline request\r\n", closes: true},
+	{name: "inline line over 64 KiB after a request", send: "PING\r\n" + strings.Repeat("A", 70000),
+		want: "+PONG\r\n-ERR Protocol error: too big inline request\r\n", closes: true},
+	{name: "multibulk length line over 64 KiB", send: "*" + strings.Repeat("1", 70000),
+		want: "-ERR Protocol error: too big mbulk count string\r\n", closes: true},
+	{name: "bulk length line over 64 KiB", send: "*1\r\n$" + strings.Repeat("1", 70000),
+		want: "-ERR Protocol error: too big bulk count string\r\n", closes: true},
+	{name: "multibulk length of 30 digits", send: "*" + strings.Repeat("1", 30) + "\r\n",
+		want: "-ERR Protocol error: invalid multibulk length\r\n", closes: true},
+	{name: "bulk length of 30 digits", send: "*1\r\n$" + strings.Repeat("1", 30) + "\r\n",
+		want: "-ERR Protocol error: invalid bulk length\r\n", closes: true},
 	// redis-server finds the end of an inline line with strchr, which
 	// stops at a NUL: it waits for more and answers nothing (up to 64 KiB,
 	// then "too big inline request"). The sidecar reads the line to its

@@ -54,6 +54,8 @@ type conn struct {
 	created     int64        // Unix seconds
 	lastInput   atomic.Int64 // Unix seconds of the last input
 
+	backlog bool       // backlogAt of replies written in this serve, or left unsent: it yields (flushFull)
+	wrote   int        // bytes of replies this serve wrote by flushFull
 	wide    int        // a window that takes in the large request at the front
 	epfd    int        // the loop's epoll descriptor, where it can stop reading (st.reading)
 	argsBuf [][]byte   // reused by the parser
@@ -82,6 +84,13 @@ type conn struct {
 	// handle is the connection for other goroutines (Shutdown wakes it);
 	// it is set under Server.mu once the loop has opened the connection.
 	handle transport.Handle
+
+	// mem is what the connection held when it last counted (account,
+	// clientmem.go), in the server's total; evicting is set once it is
+	// chosen to be closed for the bound on that total. Both are read by
+	// the loop that evicts, under Server.mu.
+	mem      atomic.Int64
+	evicting atomic.Bool
 }
 
 // Limits on what one connection may hold in memory. Requests are bounded by
@@ -171,7 +180,8 @@ func (c *conn) Traffic() (closeIt bool) { return c.traffic() }
 // the server forgets it.
 func (c *conn) Closed() {
 	c.st.close()
-	c.endTx() // a transaction left open releases what it queued
+	c.endTx()    // a transaction left open releases what it queued
+	c.released() // and what it held in buffers (clientmem.go)
 	c.srv.forget(c)
 }
 
@@ -201,6 +211,9 @@ func (c *conn) traffic() (closeIt bool) {
 			c.srv.flood.Log(floodlog.InputFlood, slog.LevelWarn, "closing a client that floods while its commands wait on the store", "id", c.id)
 			return true
 		}
+		if c.account() {
+			return true
+		}
 		c.flow()
 		return false
 	}
@@ -223,7 +236,7 @@ func (c *conn) serve() (closeIt bool) { return c.serveAt(time.Now()) }
 // the input and answers what it holds, or takes in the large request being
 // assembled; a pass ends the serve, or has the input looked at again.
 func (c *conn) serveAt(began time.Time) (closeIt bool) {
-	c.began = began
+	c.began, c.wrote, c.backlog = began, 0, false
 	// What it answered is counted on every way out, a close included (a
 	// way out that wrote the replies has counted them already).
 	defer c.flushNotes()
@@ -375,10 +388,11 @@ func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) 
 			in.more = in.truncated // the rest is past the window
 			return
 		}
-		if *served >= maxServe && c.authed {
+		if (*served >= maxServe || c.backlog) && c.authed {
 			// Others' turn: the rest is served once the loop has gone
 			// round the connections that are ready.
-			c.yield()
+			c.yield(c.backlog)
+			c.backlog = false
 			return
 		}
 		complete, args, rest, err := resp.ReadCommand(in.buf[in.off:], c.argsBuf)
@@ -450,9 +464,28 @@ func (c *conn) incomplete(in *input) (next pass, stopped bool) {
 // flushFull writes the replies once they are flushAt long, and reports
 // whether the connection is then to be closed for leaving them unread. A
 // connection at the store is left alone: its out is the store work's.
+//
+// A connection that has written backlogAt of replies in this serve, or
+// whose replies gnet still holds past it, then has had its turn (backlog):
+// a client that does not read cannot have the loop build megabytes of its
+// replies while others wait (issue 30: 50 such clients pipelining PK.GET
+// of 64 KiB held PING for seconds).
 func (c *conn) flushFull() (closeIt bool) {
-	return !c.st.atStore() && len(c.out.B) >= flushAt && c.flushUnread()
+	if c.st.atStore() || len(c.out.B) < flushAt {
+		return false
+	}
+	c.wrote += len(c.out.B)
+	closeIt = c.flushUnread()
+	c.backlog = c.wrote >= backlogAt || c.gc.OutboundBuffered() >= backlogAt
+	return closeIt
 }
+
+// backlogAt is how many bytes of replies one serve may write, and gnet
+// hold unsent (the client's socket full), before the connection yields its
+// turn after each flushAt of replies. The first bound keeps the loop's
+// rounds short while the kernel's socket buffers (megabytes on loopback)
+// take a client's replies; the second, once they are full.
+const backlogAt = 1 << 20
 
 // flushUnread writes the replies and reports whether the connection is to
 // be closed for leaving them unread.
@@ -542,7 +575,8 @@ const flushAt = 64 << 10
 
 // unread reports whether the connection leaves more replies unread than it
 // may (resp.PreAuthMaxOutput before AUTH, maxOutbound after), and logs why it
-// is closed.
+// is closed; or whether it is closed for the bound on what all connections
+// hold (account).
 func (c *conn) unread() bool {
 	limit, why := maxOutbound, "closing a client that does not read its replies"
 	if !c.authed {
@@ -552,7 +586,7 @@ func (c *conn) unread() bool {
 		c.srv.flood.Log(floodlog.Unread, slog.LevelWarn, why, "id", c.id, "buffered", n, "limit", limit)
 		return true
 	}
-	return false
+	return c.account()
 }
 
 // crossProtocol reports whether name is the first word of an HTTP request
@@ -702,6 +736,7 @@ func (c *conn) offload(work func()) {
 // since out then belongs to that work until resume.
 func (c *conn) goBusy(inRun int) {
 	c.flush()
+	c.account() // closed through its handle if it is the one to evict
 	c.flushNotes()
 	c.st.toStore(inRun)
 }
@@ -726,17 +761,31 @@ func (c *conn) resume() {
 }
 
 // yield has the loop serve the connection again after the others that are
-// ready: gnet runs tasks after each round of I/O events.
-func (c *conn) yield() {
+// ready: gnet runs tasks after each round of I/O events. A connection that
+// leaves its replies unread (backlog) is served again backlogWait later,
+// through a timer: a task queued by a task runs in the same pass, before
+// the loop reads its sockets again, so slow readers yielding to each other
+// kept the loop from every other client.
+func (c *conn) yield(backlog bool) {
 	if !c.st.yield() {
 		return
 	}
-	_ = c.loop.Later(func() {
+	again := func() {
 		c.st.yieldDone()
 		c.serveAgain()
-	})
+	}
+	if backlog {
+		time.AfterFunc(backlogWait, func() { _ = c.loop.Later(again) })
+		return
+	}
+	_ = c.loop.Later(again)
 	// An error means the loops are stopping; they close the connection.
 }
+
+// backlogWait is how long a connection whose replies are left unread
+// waits for its next serve (yield): one flushAt of replies a millisecond
+// at most, while the loop answers the others.
+const backlogWait = time.Millisecond
 
 // serveAgain serves input already received (after a yield, once the
 // driver has room, or once its run is back), unless the connection is not

@@ -19,6 +19,9 @@ func (s *Server) Stats() stats.Snapshot {
 	snap.MaxClients = s.cfg.MaxClients
 	snap.TxQueuedBytes = s.txBytes.Load()
 	snap.MaxTxMemory = s.cfg.MaxTxMemory
+	snap.ClientsMemory = s.mem.held.Load()
+	snap.MaxClientsMemory = s.mem.limit
+	snap.EvictedClients = s.mem.evicted.Load()
 	snap.CommandsProcessed = s.processed.Load()
 	snap.Uptime = time.Since(s.started)
 	snap.Backend = s.cfg.Backend

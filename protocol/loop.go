@@ -35,6 +35,7 @@ func (c *conn) OnOpen(gc gnet.Conn) gnet.Action {
 	c.st.pausable(can)
 	c.useDriver(c.srv.drivers.For(c.loop))
 	c.stats = c.srv.stats.ForLoop(c.loop)
+	c.srv.sawLoop(c.loop)
 	if c.srv.closing.Load() {
 		return gnet.Close
 	}

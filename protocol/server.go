@@ -109,7 +109,13 @@ type Config struct {
 	// queued past it is refused with -OOM and its transaction discarded.
 	// 0: no bound but each connection's own.
 	MaxTxMemory int64
-	Logger      *slog.Logger
+	// MaxClientsMemory bounds what all client connections hold together in
+	// buffers: unread replies, input not yet served, a large request being
+	// assembled (clientmem.go). Past it the connection that holds the most
+	// is closed, as Redis's maxmemory-clients evicts the biggest client.
+	// 0: no bound but each connection's own.
+	MaxClientsMemory int64
+	Logger           *slog.Logger
 	// Portable serves each connection on a goroutine of its own instead
 	// of gnet's event loops (transport/portable.go); it is the only transport on
 	// wasip1, where gnet does not build.
@@ -137,12 +143,15 @@ type Server struct {
 	clients   atomic.Int64
 	closing   atomic.Bool
 	txBytes   atomic.Int64 // held by open transactions' queues (MaxTxMemory)
+	mem       clientMem    // held by connections' buffers (MaxClientsMemory)
 
 	mu    sync.Mutex
 	ln    net.Listener
 	loops transport.Loops // the event loops; gnet's client mode serves accepted conns
 	conns map[*conn]struct{}
-	open  sync.WaitGroup // one per connection until its loop closes it
+	// loopSet numbers the event loops that have served a client (Alive).
+	loopSet map[transport.Loop]int
+	open    sync.WaitGroup // one per connection until its loop closes it
 }
 
 // New returns a Server that runs PK commands with handler and reports the
@@ -161,7 +170,8 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 		cfg.BackendTimeout = 2 * time.Second
 	}
 	s := &Server{cfg: cfg, handler: handler, backend: backend, started: time.Now(),
-		conns: make(map[*conn]struct{}), flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
+		conns: make(map[*conn]struct{}), loopSet: make(map[transport.Loop]int), flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
+	s.mem.limit = max(cfg.MaxClientsMemory, 0)
 	s.connCmds = newConnCmds(s)
 	s.stats = stats.New(s.connCmds.Names())
 	s.drivers = scheduler.New(scheduler.Config{Drive: cfg.Drive, Store: handler, Wire: cfg.Wire,

@@ -23,14 +23,18 @@ type config struct {
 	maxValueBytes  int
 	maxClients     int
 	maxTxMemory    byteSize
-	eventLoops     int
-	idleTimeout    time.Duration
-	logFormat      string
-	logLevel       string
-	adminListen    string
-	adminMaxConns  int
-	fileCacheMB    int
-	checkOnly      bool
+	// maxClientsMemory is --max-clients-memory; clientsMemoryGiven says
+	// whether it was given (else defaultClientsMemory; 0 given is off).
+	maxClientsMemory   byteSize
+	clientsMemoryGiven bool
+	eventLoops         int
+	idleTimeout        time.Duration
+	logFormat          string
+	logLevel           string
+	adminListen        string
+	adminMaxConns      int
+	fileCacheMB        int
+	checkOnly          bool
 	// Secrets read from files (--requirepass-file, --backend-file), and
 	// --protected-mode: env.go, protect.go.
 	requirePassFile string
@@ -71,6 +75,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	// 64 MiB, 1.4 GB with 256 MiB (docs/benchmarks.md, N3).
 	c.maxTxMemory = 64 << 20
 	fs.Var(&c.maxTxMemory, "max-tx-memory", "most memory the queues of open transactions (MULTI) hold together, on all connections; a command queued past it gets -OOM and its transaction is discarded (a `size`: bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each transaction's own)")
+	fs.Var(&c.maxClientsMemory, "max-clients-memory", "most memory all client connections hold together in buffers (unread replies, input not yet served); past it the connection holding the most is closed, as Redis's maxmemory-clients (a `size`: bytes, or with KB, MB, GB, KiB, MiB, GiB; 0: no bound but each connection's own; default: half of GOMEMLIMIT when set, else 512MiB)")
 	fs.IntVar(&c.eventLoops, "event-loops", 1, "event loops (threads) serving client connections; as Redis, one serves most loads")
 	fs.Var((*seconds)(&c.idleTimeout), "timeout", "close a client connection idle this long: a `duration` (300s, 5m) or, as Redis's timeout, a number of seconds (0: never)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -123,6 +128,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	if err := c.readSecretFiles(given, fromEnv); err != nil {
 		return c, err
 	}
+	c.clientsMemoryGiven = given["max-clients-memory"] || getenv("PK_MAX_CLIENTS_MEMORY") != ""
 	return c, c.check()
 }
 

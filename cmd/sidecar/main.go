@@ -112,6 +112,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		adminConns = cfg.adminMaxConns
 	}
 	maxClients := fitClients(cfg.maxClients, adminConns, log)
+	if !cfg.clientsMemoryGiven {
+		cfg.maxClientsMemory = byteSize(defaultClientsMemory())
+	}
 	limits := commands.Limits{MaxKeyBytes: cfg.maxKeyBytes, MaxValueBytes: cfg.maxValueBytes}
 	srv := protocol.New(protocol.Config{
 		Password:   cfg.requirePass,
@@ -126,11 +129,12 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		Backend: kind,
 		// How PK commands reach the store is its opener's to say
 		// (openBackend); a standalone Redis is reached through its Wire.
-		Drive:          o.drive,
-		Wire:           o.wire,
-		BackendTimeout: cfg.backendTimeout,
-		MaxTxMemory:    int64(cfg.maxTxMemory),
-		Logger:         log,
+		Drive:            o.drive,
+		Wire:             o.wire,
+		BackendTimeout:   cfg.backendTimeout,
+		MaxTxMemory:      int64(cfg.maxTxMemory),
+		Logger:           log,
+		MaxClientsMemory: int64(cfg.maxClientsMemory),
 	}, commands.New(st, limits, nil), st)
 
 	// The backend's health is watched whether or not /readyz is served: its
@@ -142,7 +146,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	go func() { served <- srv.Serve(ln) }()
 	var adm *admin.Server
 	if adminLn != nil {
-		adm = admin.New(admin.Config{Stats: srv, Health: health, Store: st, MaxConns: cfg.adminMaxConns, Logger: log})
+		adm = admin.New(admin.Config{Stats: srv, Health: health, Store: st, MaxConns: cfg.adminMaxConns, Live: srv.Alive, Logger: log})
 		go func() {
 			if err := adm.Serve(adminLn); err != nil {
 				served <- fmt.Errorf("admin: %w", err)

@@ -119,6 +119,10 @@ func infoText(want sections, f infoFacts) string {
 	section("Memory", func(add func(k, v string)) {
 		add("used_memory", fmt.Sprint(f.heap))
 		add("used_memory_rss", fmt.Sprint(f.rss))
+		// Redis's names: what client connections hold in buffers
+		// (unread replies, input), and its bound (maxmemory-clients).
+		add("mem_clients_normal", fmt.Sprint(snap.ClientsMemory))
+		add("maxmemory_clients", fmt.Sprint(snap.MaxClientsMemory))
 	})
 	section("Persistence", func(add func(k, v string)) { add("loading", "0") })
 	section("Stats", func(add func(k, v string)) {
@@ -129,6 +133,7 @@ func infoText(want sections, f infoFacts) string {
 		add("total_connections_received", fmt.Sprint(snap.ConnectionsTotal))
 		add("total_commands_processed", fmt.Sprint(snap.CommandsProcessed))
 		add("rejected_connections", fmt.Sprint(snap.RejectedTotal))
+		add("evicted_clients", fmt.Sprint(snap.EvictedClients))
 		add("total_error_replies", fmt.Sprint(errs))
 	})
 	section("Replication", func(add func(k, v string)) {

@@ -58,6 +58,7 @@ func TestInfoText(t *testing.T) {
 			Errors:  map[string]uint64{"UNAVAILABLE": 1, "ERR": 6},
 			Uptime:  3*24*time.Hour + time.Second,
 			Backend: "memory", Version: "1.2.3",
+			ClientsMemory: 2048, MaxClientsMemory: 1 << 29, EvictedClients: 2,
 		}, Listen: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6380}},
 		runID: "r1", pid: 77, heap: 1000, rss: 4096, cpuUser: 1.5, cpuSys: 0.25,
 		backendErr: errors.New("down\r\nfor now"),
@@ -72,9 +73,9 @@ func TestInfoText(t *testing.T) {
 		infoText(askedSections(argv("info", "commandstats", "backend")), f))
 
 	rest := "\r\n# Clients\r\nconnected_clients:3\r\nmaxclients:100\r\nblocked_clients:0\r\ntx_queued_bytes:64\r\nmax_tx_memory:1048576\r\n" +
-		"\r\n# Memory\r\nused_memory:1000\r\nused_memory_rss:4096\r\n" +
+		"\r\n# Memory\r\nused_memory:1000\r\nused_memory_rss:4096\r\nmem_clients_normal:2048\r\nmaxmemory_clients:536870912\r\n" +
 		"\r\n# Persistence\r\nloading:0\r\n" +
-		"\r\n# Stats\r\ntotal_connections_received:9\r\ntotal_commands_processed:42\r\nrejected_connections:1\r\ntotal_error_replies:7\r\n" +
+		"\r\n# Stats\r\ntotal_connections_received:9\r\ntotal_commands_processed:42\r\nrejected_connections:1\r\nevicted_clients:2\r\ntotal_error_replies:7\r\n" +
 		"\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n" +
 		"\r\n# CPU\r\nused_cpu_sys:0.250000\r\nused_cpu_user:1.500000\r\n"
 	tail := "\r\n# Errorstats\r\nerrorstat_ERR:count=6\r\nerrorstat_UNAVAILABLE:count=1\r\n" +

@@ -31,6 +31,7 @@ const (
 	Unread                    // a client closed for not reading its replies
 	InputFlood                // a client closed for flooding while its commands wait
 	Accept                    // accept failing, out of descriptors
+	ClientMemory              // a client closed for --max-clients-memory: it held the most
 	numKinds
 )
 
@@ -48,6 +49,8 @@ func (k Kind) String() string {
 		return "input_flood"
 	case Accept:
 		return "accept"
+	case ClientMemory:
+		return "client_memory"
 	}
 	return "unknown"
 }

@@ -41,8 +41,10 @@ const (
 	asmLF
 )
 
-// maxAsmHeader bounds a length header kept; the guard refuses longer ones
-// (maxHeader) before the assembler sees them.
+// maxAsmHeader bounds a length header kept. The guard refuses a longer one
+// at its newline, or at InlineMax without one; inside a request being
+// assembled it is refused here as soon as it is past maxAsmHeader
+// ("invalid bulk length", where redis-server waits for 64 KiB of it).
 const maxAsmHeader = 2 * maxHeader
 
 // On reports whether a request is being taken in.

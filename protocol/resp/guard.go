@@ -39,7 +39,8 @@ type FramingGuard struct {
 	lim func() Limits // current Limits, which change at AUTH
 
 	state  guardState
-	line   []byte // header digits seen so far
+	line   []byte // header digits seen so far (up to maxHeader)
+	header int    // bytes of the current header line, its '*' or '$' included
 	args   int    // bulks left in the current request
 	skip   int    // bulk bytes (with CRLF) left to pass through
 	inline int    // bytes of the current inline command
@@ -65,8 +66,20 @@ const (
 	inInline
 )
 
-// maxHeader bounds a length header ("*16\r\n", "$65536\r\n").
+// maxHeader is the most digits of a length header that can be a number
+// ("*16\r\n", "$65536\r\n"): a longer one is refused at its newline as
+// Redis's string2ll refuses it ("invalid multibulk length").
 const maxHeader = 20
+
+// InlineMax is Redis's PROTO_INLINE_MAX_SIZE (networking.c): what may be
+// buffered of an inline request line, or of a multibulk or bulk length
+// line, without its newline. Past it redis-server answers "too big inline
+// request" ("too big mbulk count string", "too big bulk count string") and
+// closes, whatever its other limits; the sidecar did not bound an inline
+// line but by MaxBulk (5 MiB), answered nothing and reset (issue 30).
+// redis-server checks it on each 16 KiB read, so a line a little over it
+// that arrives with its newline may pass there; here it never does.
+const InlineMax = 64 << 10
 
 // Scan advances the framing state over b. It returns the protocol error to
 // send, or "", and where in b the error is: the requests complete before
@@ -85,25 +98,31 @@ func (g *FramingGuard) scanAt(b []byte) (string, int) {
 		switch g.state {
 		case atRequest:
 			if c == '*' {
-				g.state, g.line = inArrayHeader, g.line[:0]
+				g.state, g.line, g.header = inArrayHeader, g.line[:0], 1
 			} else {
 				g.state, g.inline = inInline, 1
 			}
 		case inInline:
 			if c == '\n' {
 				g.state = atRequest
-			} else if g.inline++; g.inline > lim.MaxBulk {
+			} else if g.inline++; g.inline > min(lim.MaxBulk, InlineMax) {
 				return "too big inline request", i
 			}
 		case inArrayHeader, inBulkHeader:
 			if c != '\n' {
-				if g.line = append(g.line, c); len(g.line) > maxHeader {
-					return "too big length header", i
+				if g.header++; g.header > InlineMax {
+					if g.state == inArrayHeader {
+						return "too big mbulk count string", i
+					}
+					return "too big bulk count string", i
+				}
+				if len(g.line) <= maxHeader {
+					g.line = append(g.line, c)
 				}
 				continue
 			}
 			n, err := strconv.Atoi(string(trimCR(g.line)))
-			if err != nil || n < 0 {
+			if err != nil || n < 0 || len(trimCR(g.line)) > maxHeader {
 				if g.state == inArrayHeader {
 					return "invalid multibulk length", i
 				}
@@ -132,7 +151,7 @@ func (g *FramingGuard) scanAt(b []byte) (string, int) {
 			if c != '$' {
 				return "expected '$', got '" + string([]byte{c}) + "'", i
 			}
-			g.state, g.line = inBulkHeader, g.line[:0]
+			g.state, g.line, g.header = inBulkHeader, g.line[:0], 1
 		case inBulkBody:
 			take := min(g.skip, len(b)-i)
 			g.skip -= take

@@ -354,6 +354,9 @@ type Snapshot struct {
 	MaxClients         int
 	TxQueuedBytes      int64 // held by open transactions (INFO's tx_queued_bytes)
 	MaxTxMemory        int64 // --max-tx-memory (0: none)
+	ClientsMemory      int64 // held by connections' buffers (INFO's mem_clients_normal)
+	MaxClientsMemory   int64 // --max-clients-memory (0: none; INFO's maxmemory_clients)
+	EvictedClients     int64 // closed for --max-clients-memory (INFO's evicted_clients)
 	ConnectionsTotal   int64 // total_connections_received
 	RejectedTotal      int64 // rejected_connections (max-clients)
 	CommandsProcessed  int64
