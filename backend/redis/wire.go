@@ -241,7 +241,7 @@ func (w *Wire) Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int,
 	r.ForEach(func(e redcon.RESP) bool {
 		var err error
 		if res[i], err = respResult(ops[i].Kind, e); err != nil {
-			res[i] = backend.Result{Err: w.s.fail(context.Background(), opName(ops[i].Kind), err)}
+			res[i] = backend.Result{Err: w.s.opError(context.Background(), &ops[i], err)}
 		}
 		i++
 		return true

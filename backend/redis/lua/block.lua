@@ -20,7 +20,10 @@
 --   p, M: 1 reserved, 0 a live record holds the key (one of them: nothing
 --         changed)
 --   g:    nil (no record, or expired past the retention), else
---         {value, ttlAt as stored ("0" forever), 1 live / 0 expired}
+--         {value, ttlAt as stored ("0" forever), 1 live / 0 expired}, or
+--         the error 'TOOLARGE <bytes>' for a record whose value is longer
+--         than maxValue or whose ttlAt text is longer than 20 bytes (only
+--         another writer stores such a record; it is never sent)
 --   r:    1 deleted, 0 no record or another value
 --   u:    1 replaced, 0 no live record or another value
 --   m:    1 moved, 0 a live record holds the new key, 2 the old key has no
@@ -82,6 +85,11 @@ end
 if a ~= n + 1 or k ~= #KEYS + 1 then
   return redis.error_reply('ERR prepkey block: arguments do not match the operations')
 end
+
+-- maxValue is --max-value-bytes: the largest value a get returns. The
+-- store writes the configured number here when it loads the script
+-- (scripts.go), so the bound costs no argument per call.
+local maxValue = 65536
 
 -- One clock for the whole list: the block happens at one instant, and
 -- every sidecar judges expiry on the Redis server's clock.
@@ -188,7 +196,11 @@ while a <= n do
   elseif c == 'g' then
     reply = false
     if t and (t == 0 or now < t + retention) then
-      reply = {v, ts, (t == 0 or now < t) and 1 or 0}
+      if #v > maxValue or #ts > 20 then
+        reply = {err = 'TOOLARGE ' .. (#v + #ts)}
+      else
+        reply = {v, ts, (t == 0 or now < t) and 1 or 0}
+      end
     end
   elseif c == 'r' then
     if t and (t == 0 or now < t + retention) and (ARGV[a + 1] ~= '1' or v == ARGV[a + 2]) then

@@ -6,6 +6,11 @@
 -- milliseconds in decimal ("0" forever), ':', then the value (docs/redis.md,
 -- Key layout); one written before that layout is a hash {v, t}.
 
+-- maxValue is --max-value-bytes, written here by the store (scripts.go):
+-- reserve.lua refuses to hand back a replaced record with a longer value
+-- (or a ttlAt text longer than 20 bytes), which only another writer stores.
+local maxValue = 65536
+
 -- clock is the Redis server's time in milliseconds, so that every sidecar
 -- judges expiry alike, whatever the pods' clocks say.
 local function clock()

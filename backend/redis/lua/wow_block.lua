@@ -58,6 +58,11 @@ if a ~= n + 1 or k ~= #KEYS + 1 then
 end
 
 local FOREVER = 148204944000000
+-- maxValue is --max-value-bytes, written here by the store (scripts.go): a
+-- get of a record whose value is longer, or whose ttlAt text is longer than
+-- 20 bytes (a Wow service can write any size), answers 'TOOLARGE <bytes>'
+-- instead of the record, which is never sent.
+local maxValue = 65536
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local retention = tonumber(ARGV[1])
@@ -141,6 +146,8 @@ while a <= n do
     if kept and not readable then
       reply = {err = 'UNREADABLE ' .. KEYS[k] .. ' is a hash without a readable record (' ..
         (v == false and 'no value' or 'ttlAt is not a number') .. ')'}
+    elseif kept and (#v > maxValue or #ts > 20) then
+      reply = {err = 'TOOLARGE ' .. (#v + #ts)}
     elseif kept then
       reply = {v, t >= FOREVER and '0' or ts, (t >= FOREVER or now < t) and 1 or 0}
     end

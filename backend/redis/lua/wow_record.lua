@@ -13,6 +13,11 @@
 
 local FOREVER = 148204944000000
 
+-- maxValue is --max-value-bytes, written here by the store (scripts.go):
+-- reserve.lua refuses to hand back a replaced record with a longer value
+-- (or a ttlAt text longer than 20 bytes), which only another writer stores.
+local maxValue = 65536
+
 -- clock is the Redis server's time in milliseconds, so that every sidecar
 -- judges expiry alike, whatever the pods' clocks say.
 local function clock()
