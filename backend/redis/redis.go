@@ -71,7 +71,7 @@ type Store struct {
 	// written into the scripts: a record with a larger one is refused
 	// (TOOLARGE, backend.RecordTooLarge).
 	maxValue int
-	scripts     scripts
+	scripts  scripts
 	// composed: key changes across two slots compose two scripts (Cluster).
 	composed bool
 
