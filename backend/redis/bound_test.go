@@ -130,6 +130,26 @@ func TestRecordTooLarge(t *testing.T) {
 				require.Equal(t, backend.RecordTooLarge(ns, []byte("expired"), int64(len(big)+len(expired)), boundLimit), err)
 				require.IsType(t, &backend.Refusal{}, s.RunOne(ctx, get("expired")).Err, "still there, and still refused")
 
+				// One far past the bound is never read whole by the scripts
+				// (GETRANGE, HSTRLEN): refused with its size all the same,
+				// it holds its key, and no IFEQ matches it.
+				huge := strings.Repeat("h", 10*boundLimit)
+				plant("huge", fm.forever, huge)
+				require.Equal(t, Result{Err: backend.RecordTooLarge(ns, []byte("huge"), int64(len(huge)+len(fm.forever)), boundLimit)},
+					s.RunOne(ctx, get("huge")))
+				require.Equal(t, Result{}, s.RunOne(ctx, Op{Kind: OpPrepare, NS: ns, Key: []byte("huge"), Value: []byte("x")}))
+				require.Equal(t, Result{}, s.RunOne(ctx, Op{Kind: OpRollback, NS: ns, Key: []byte("huge"), Cond: backend.IfEq([]byte(huge[:boundLimit]))}))
+				require.Equal(t, Result{}, s.RunOne(ctx, Op{Kind: OpReprepare, NS: ns, Key: []byte("huge"), Value: []byte("x"), Cond: backend.IfEq([]byte(huge[:boundLimit]))}))
+				require.Equal(t, Result{Move: backend.OldKeyMismatch}, s.RunOne(ctx, Op{Kind: OpMove, NS: ns, Key: []byte("to"), Value: []byte("x"), OldKey: []byte("huge"), OldValue: []byte(huge[:boundLimit])}))
+				require.Equal(t, Result{OK: true}, s.RunOne(ctx, Op{Kind: OpReprepare, NS: ns, Key: []byte("huge"), Value: []byte("x"), Cond: backend.Cond{}}))
+				require.Equal(t, Result{Record: backend.Record{Value: []byte("x"), TTLAt: backend.Forever, Live: true}, Found: true}, s.RunOne(ctx, get("huge")))
+				plant("expired-huge", expired, huge)
+				_, ok, err = steps{s}.Reserve(ctx, ns, []byte("expired-huge"), []byte("v"), backend.Expiry{})
+				require.False(t, ok)
+				require.Equal(t, backend.RecordTooLarge(ns, []byte("expired-huge"), int64(len(huge)+len(expired)), boundLimit), err)
+				require.NoError(t, steps{s}.Unreserve(ctx, ns, []byte("expired-huge"), []byte("v"), nil, false), "left alone: it is not v")
+				require.IsType(t, &backend.Refusal{}, s.RunOne(ctx, get("expired-huge")).Err)
+
 				// A rollback deletes it (no value is returned).
 				require.Equal(t, Result{OK: true}, s.RunOne(ctx, Op{Kind: OpRollback, NS: ns, Key: []byte("big")}))
 				require.Equal(t, Result{}, s.RunOne(ctx, get("big")))

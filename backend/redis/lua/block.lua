@@ -88,8 +88,17 @@ end
 
 -- maxValue is --max-value-bytes: the largest value a get returns. The
 -- store writes the configured number here when it loads the script
--- (scripts.go), so the bound costs no argument per call.
+-- (scripts.go), so the bound costs no argument per call. A record is read
+-- with GETRANGE up to readEnd, the longest record of such a value (a ttlAt
+-- of 20 digits, ':'), and a byte more: a string longer than that is
+-- never read whole (a 64 MiB value held Redis 2 s per GET into Lua, and
+-- the sidecar then had to take it), and its value is big, a table no
+-- value equals (IFEQ), which a get answers TOOLARGE with the record's
+-- size. A hash of before is read whole only when HSTRLEN of its v is
+-- within maxValue.
 local maxValue = 65536
+local readEnd = string.format('%.0f', maxValue + 21)
+local big = {}
 
 -- One clock for the whole list: the block happens at one instant, and
 -- every sidecar judges expiry on the Redis server's clock.
@@ -164,16 +173,26 @@ while a <= n do
   local r, v, ts, t
   while not done do
     v, ts, t = false, false, false
-    r = redis.pcall('GET', KEYS[j])
+    -- A missing key is '' (no ':'), as a string not of the form.
+    r = redis.pcall('GETRANGE', KEYS[j], 0, readEnd)
     if type(r) == 'string' then
       local i = string.find(r, ':', 1, true)
       if i then
         ts = string.sub(r, 1, i - 1)
         t, v = tonumber(ts), string.sub(r, i + 1)
+        if #r >= maxValue + 22 then
+          v = big
+        end
       end
       r = false
-    elseif r then
-      r = redis.pcall('HMGET', KEYS[j], 'v', 't')
+    else
+      r = redis.pcall('HSTRLEN', KEYS[j], 'v')
+      if type(r) == 'number' and r > maxValue then
+        r = redis.pcall('HMGET', KEYS[j], 't', 't')
+        r[1] = big
+      elseif type(r) == 'number' then
+        r = redis.pcall('HMGET', KEYS[j], 'v', 't')
+      end
       if not r.err then
         v, ts = r[1], r[2]
         t = v and ts and tonumber(ts)
@@ -196,8 +215,13 @@ while a <= n do
   elseif c == 'g' then
     reply = false
     if t and (t == 0 or now < t + retention) then
-      if #v > maxValue or #ts > 20 then
-        reply = {err = 'TOOLARGE ' .. (#v + #ts)}
+      if v == big or #v > maxValue or #ts > 20 then
+        -- The record's size: STRLEN less the ':', or a hash's two fields.
+        local n = redis.pcall('STRLEN', KEYS[k])
+        if type(n) ~= 'number' then
+          n = redis.call('HSTRLEN', KEYS[k], 'v') + redis.call('HSTRLEN', KEYS[k], 't') + 1
+        end
+        reply = {err = 'TOOLARGE ' .. string.format('%.0f', n - 1)}
       else
         reply = {v, ts, (t == 0 or now < t) and 1 or 0}
       end

@@ -15,8 +15,8 @@ if prev ~= nil then
   if live(prevT, now) then
     return 0
   end
-  if #prev > maxValue or #prevStored > 20 then
-    return redis.error_reply('TOOLARGE ' .. (#prev + #prevStored))
+  if prev == big or #prev > maxValue or #prevStored > 20 then
+    return redis.error_reply('TOOLARGE ' .. string.format('%.0f', size(KEYS[1])))
   end
   reply = {1, prev, prevStored}
 end
