@@ -111,6 +111,12 @@ func TestPlantedValue(t *testing.T) {
 				r := s.raw(t)
 				r.do("$65536\r\n"+strings.Repeat("a", 65536)+"\r\n", "PK.GET", ns, "at-limit")
 				r.do(tooLargeReply(ns, "past-limit", 65537+l.extra), "PK.GET", ns, "past-limit")
+				// A pipeline of gets at the limit: script calls of 128 gets,
+				// whose replies the loop's connection takes whole (its bound
+				// on a reply, redis.Wire.MaxReply, is past them).
+				atLimit := "$65536\r\n" + strings.Repeat("a", 65536) + "\r\n"
+				r.send(strings.Repeat(resp("PK.GET", ns, "at-limit"), 300))
+				r.expect(strings.Repeat(atLimit, 300))
 
 				require.NoError(t, l.plant(rc, ns, "big", strings.Repeat("b", plantedSize)))
 				t.Cleanup(func() { _ = c.Do(context.Background(), "PK.ROLLBACK", ns, "big").Err() })

@@ -270,6 +270,13 @@ func respResult(kind backend.OpKind, r redcon.RESP) (res backend.Result, err err
 	return res, err
 }
 
+// MaxReply implements upstream.WireBound: the largest reply of one
+// block.lua call, maxBlockOps gets of a value of maxValue (the scripts
+// refuse a larger one), each with its array, ttlAt and flag, and room for
+// an error line. A longer reply, which the scripts never send, closes the
+// connection rather than being buffered whole.
+func (w *Wire) MaxReply() int { return maxBlockOps*(w.s.maxValue+64) + 64<<10 }
+
 // Lost is the failure of op when the connection went before its reply
 // came: the op may or may not have run.
 func (w *Wire) Lost(op backend.Op, cause error) error {
