@@ -111,13 +111,6 @@ func TestPlantedValue(t *testing.T) {
 				r := s.raw(t)
 				r.do("$65536\r\n"+strings.Repeat("a", 65536)+"\r\n", "PK.GET", ns, "at-limit")
 				r.do(tooLargeReply(ns, "past-limit", 65537+l.extra), "PK.GET", ns, "past-limit")
-				// A pipeline of gets at the limit: script calls of 128 gets,
-				// whose replies the loop's connection takes whole (its bound
-				// on a reply, redis.Wire.MaxReply, is past them).
-				atLimit := "$65536\r\n" + strings.Repeat("a", 65536) + "\r\n"
-				r.send(strings.Repeat(resp("PK.GET", ns, "at-limit"), 300))
-				r.expect(strings.Repeat(atLimit, 300))
-
 				require.NoError(t, l.plant(rc, ns, "big", strings.Repeat("b", plantedSize)))
 				t.Cleanup(func() { _ = c.Do(context.Background(), "PK.ROLLBACK", ns, "big").Err() })
 				pid := s.cmd.Process.Pid
@@ -157,11 +150,20 @@ func TestPlantedValue(t *testing.T) {
 					t.Name(), took.Round(time.Millisecond), rssBefore>>10, rssAfter>>10, growth>>10, len(pings), worst.Round(time.Microsecond))
 				require.Less(t, growth, int64(100<<20), "the sidecar's peak RSS growth")
 
+				// A pipeline of gets at the limit: script calls of 128 gets,
+				// whose replies the loop's connection takes whole (its bound
+				// on a reply, redis.Wire.MaxReply, is past them).
+				atLimit := "$65536\r\n" + strings.Repeat("a", 65536) + "\r\n"
+				r.wait = time.Minute // 8.5 MiB of replies on a shared machine
+				r.send(strings.Repeat(resp("PK.GET", ns, "at-limit"), 130))
+				r.expect(strings.Repeat(atLimit, 130))
+				r.wait = 5 * time.Second
+
 				// In a transaction it is that command's entry; the others run
 				// (on a Cluster the two keys are in two slots: EXECABORT).
 				if top.name == "standalone" {
 					r.send(resp("MULTI") + resp("PK.GET", ns, "big") + resp("PK.GET", ns, "at-limit") + resp("EXEC"))
-					r.expect("+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n" + want + "$65536\r\n" + strings.Repeat("a", 65536) + "\r\n")
+					r.expect("+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n" + want + atLimit)
 				}
 				// A scan leaves it out; a rollback deletes it.
 				listed := scanPrinted(t, c, ns)
