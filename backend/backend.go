@@ -111,6 +111,26 @@ type Options struct {
 	// Now is the store's clock. Nil means time.Now. Stores whose clock is a
 	// server's (Redis) ignore it.
 	Now func() time.Time
+	// MaxValueBytes bounds the values a shared store (Redis, MongoDB)
+	// returns: a record holding a larger one, which only another writer
+	// can have stored (a Wow service, anyone with access to the backend),
+	// is refused with RecordTooLarge instead of being read whole into the
+	// sidecar's memory. The sidecar passes --max-value-bytes, the bound its
+	// own writes have; zero means DefaultMaxValueBytes. The embedded
+	// stores hold only what the sidecar wrote and ignore it.
+	MaxValueBytes int
+}
+
+// DefaultMaxValueBytes is --max-value-bytes' default, and the read bound
+// of a store whose Options leave MaxValueBytes zero.
+const DefaultMaxValueBytes = 64 << 10
+
+// ReadBound is the largest value a shared store returns (MaxValueBytes).
+func (o Options) ReadBound() int {
+	if o.MaxValueBytes <= 0 {
+		return DefaultMaxValueBytes
+	}
+	return o.MaxValueBytes
 }
 
 // Clock returns the store's clock, defaulting to time.Now.

@@ -32,6 +32,9 @@ type lineBackend struct {
 	accepted atomic.Int32
 	hang     atomic.Bool
 	delay    atomic.Int64 // nanoseconds before each reply: a slow backend
+	// hugeReply, when set, makes a key starting "huge" answered with 1 MiB
+	// and no end of line; the connection is sent there.
+	hugeReply chan net.Conn
 
 	mu    sync.Mutex
 	taken map[string]bool
@@ -65,6 +68,10 @@ func (b *lineBackend) serve(nc net.Conn) {
 		key := strings.TrimPrefix(sc.Text(), "P ")
 		var reply string
 		switch {
+		case strings.HasPrefix(key, "huge") && b.hugeReply != nil:
+			_, _ = nc.Write(bytes.Repeat([]byte("x"), 1<<20))
+			b.hugeReply <- nc
+			continue
 		case strings.HasPrefix(key, "again"):
 			reply = "A"
 		case strings.HasPrefix(key, "err"):
@@ -486,4 +493,32 @@ func TestWireShutdown(t *testing.T) {
 	require.NoError(t, <-shut)
 	_, err = a.rd.ReadByte()
 	require.ErrorIs(t, err, io.EOF)
+}
+
+// boundedLineWire is a lineWire that bounds a reply (upstream.WireBound).
+type boundedLineWire struct {
+	lineWire
+	max int
+}
+
+func (w boundedLineWire) MaxReply() int { return w.max }
+
+// TestWireReplyBound: a reply that grows past the Wire's MaxReply without
+// completing (a backend sending what it should not) closes the loop's
+// connection at once, answering its run -UNAVAILABLE … lost, instead of
+// buffering it until the timeout; the loop dials again.
+func TestWireReplyBound(t *testing.T) {
+	b := startLineBackend(t)
+	huge := make(chan net.Conn, 1)
+	b.hugeReply = huge
+	cfg := Config{Drive: backend.DriveWire, Wire: boundedLineWire{lineWire{addr: b.ln.Addr().String(), timeout: time.Minute}, 64 << 10}}
+	m := &batchingMemory{Store: memory.New(backend.Options{})}
+	addr, srv := serveServer(t, cfg, commands.New(m, commands.DefaultLimits, nil))
+	a := dialLines(t, addr)
+	upstreamsReady(t, srv, 1)
+	a.send(req("PK.PREPARE", "ns", "huge", "v"))
+	a.expect("-UNAVAILABLE fake: huge lost: reply larger than 65536 bytes, or malformed\r\n")
+	upstreamsReady(t, srv, 1)
+	a.send(req("PK.PREPARE", "ns", "k1", "v"))
+	a.expect(":1\r\n")
 }

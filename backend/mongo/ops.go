@@ -83,6 +83,9 @@ func (s *Store) opGet(ctx context.Context, ns string, key []byte) (backend.Recor
 	if expireAt <= now {
 		return backend.Record{}, false, nil
 	}
+	if err := s.refuseLarge(ns, key, raw, len(value)); err != nil {
+		return backend.Record{}, false, err
+	}
 	return backend.Record{Value: value, TTLAt: ttlAt, Live: backend.LiveAt(ttlAt, now)}, true, nil
 }
 

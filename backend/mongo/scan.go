@@ -38,27 +38,37 @@ func (s *Store) Scan(ctx context.Context, ns string, pos []byte, count int) (bac
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	page := backend.Page{Records: make([]backend.ScanRecord, 0, count)}
+	// read and last count the documents read, kept or left out: the page
+	// ends where the reading did.
+	read, last := 0, []byte(nil)
 	for cur.Next(ctx) {
 		_, key, ok := cur.Current.Lookup("_id").BinaryOK()
 		if !ok {
 			return backend.Page{}, wrap("scan", fmt.Errorf("record %s: _id is not binary", cur.Current.Lookup("_id")))
 		}
+		read, last = read+1, bytes.Clone(key)
 		value, ttlAt, _, err := decode(cur.Current)
 		if err != nil {
 			return backend.Page{}, wrap("scan", err)
 		}
+		if err := s.refuseLarge(ns, key, cur.Current, len(value)); err != nil {
+			// Larger than the store returns (another writer's): left out,
+			// so that the scan goes on past it; PK.GET answers the refusal.
+			s.log.Warn("scan: record left out", "err", err)
+			continue
+		}
 		page.Records = append(page.Records, backend.ScanRecord{
-			Key:    bytes.Clone(key),
+			Key:    last,
 			Record: backend.Record{Value: bytes.Clone(value), TTLAt: ttlAt, Live: backend.LiveAt(ttlAt, now)},
 		})
 	}
 	if err := cur.Err(); err != nil {
 		return backend.Page{}, wrap("scan", err)
 	}
-	if len(page.Records) < count {
+	if read < count {
 		page.Done = true
 	} else {
-		page.Next = page.Records[len(page.Records)-1].Key
+		page.Next = last
 	}
 	return page, nil
 }

@@ -268,7 +268,7 @@ func (s *Store) decodeBlock(ctx context.Context, r rueidis.RedisResult, at []int
 		v, err := decodeMsg(kind, arr[j])
 		switch {
 		case err != nil:
-			v = Result{Err: s.fail(ctx, opName(kind), err)}
+			v = Result{Err: s.opError(ctx, &ops[i], err)}
 		case repl != nil && kind != OpGet:
 			v = Result{Err: repl}
 		}

@@ -54,6 +54,12 @@ func (s *Store) isolated(ctx context.Context, ops []Op, res []Result) error {
 	}
 	for i := range ops {
 		if res[i], err = decodeMsg(ops[i].Kind, arr[i]); err != nil {
+			// A record too large to return is that get's refusal, as
+			// any refusal in a block; another error is the block's.
+			if r := s.refuseTooLarge(ops[i].NS, ops[i].Key, err); r != nil {
+				res[i] = Result{Err: r}
+				continue
+			}
 			return s.fail(ctx, "exec", err)
 		}
 	}

@@ -21,7 +21,15 @@ type steps struct{ s *Store }
 func (st steps) Reserve(ctx context.Context, ns string, key, value []byte, exp backend.Expiry) (*replaced, bool, error) {
 	ctx, cancel := st.s.deadlines.bound(ctx)
 	defer cancel()
-	return st.s.reserve(ctx, st.s.keys.recordKey(ns, key), value, exp)
+	prev, ok, err := st.s.reserve(ctx, st.s.keys.recordKey(ns, key), value, exp)
+	if re := (*rueidis.RedisError)(nil); errors.As(err, &re) {
+		// The expired record it would replace is too large to hand
+		// back for the undo: refused, with nothing written.
+		if r := st.s.refuseTooLarge(ns, key, re); r != nil {
+			return nil, false, r
+		}
+	}
+	return prev, ok, err
 }
 
 // Release is PK.ROLLBACK key IFEQ value.

@@ -67,7 +67,11 @@ type Store struct {
 	waitTimeout time.Duration
 	deadlines   deadlines
 	retention   string // in ms, an argument of every script
-	scripts     scripts
+	// maxValue is the largest value a read returns (--max-value-bytes),
+	// written into the scripts: a record with a larger one is refused
+	// (TOOLARGE, backend.RecordTooLarge).
+	maxValue int
+	scripts  scripts
 	// composed: key changes across two slots compose two scripts (Cluster).
 	composed bool
 
@@ -128,7 +132,8 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		waitTimeout: waitTimeout,
 		deadlines:   deadlines{timeout: cfg.Timeout + waitTimeout},
 		retention:   strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
-		scripts:     loadScripts(t.layout),
+		scripts:     loadScripts(t.layout, cfg.ReadBound()),
+		maxValue:    cfg.ReadBound(),
 		composed:    t.topology == Cluster,
 		log:         cfg.Logger,
 	}

@@ -5,6 +5,8 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/rueidis"
@@ -64,19 +66,41 @@ type scripts struct {
 	reserve, unreserve *script
 }
 
-func loadScripts(l Layout) scripts {
+// loadScripts makes layout l's scripts with maxValue, the largest value a
+// read returns (--max-value-bytes), written into their source.
+func loadScripts(l Layout, maxValue int) scripts {
+	src := func(s string) *script { return newScript(withMaxValue(s, maxValue)) }
 	if l == LayoutWow {
 		return scripts{
-			block:     newScript(wowBlockLua),
-			reserve:   newScript(wowReserveLua),
-			unreserve: newScript(wowUnreserveLua),
+			block:     src(wowBlockLua),
+			reserve:   src(wowReserveLua),
+			unreserve: src(wowUnreserveLua),
 		}
 	}
 	return scripts{
-		block:     newScript(blockLua),
-		reserve:   newScript(reserveLua),
-		unreserve: newScript(unreserveLua),
+		block:     src(blockLua),
+		reserve:   src(reserveLua),
+		unreserve: src(unreserveLua),
 	}
+}
+
+// maxValueLine is the line of every script that holds the read bound; the
+// sources hold --max-value-bytes' default, so that with the default the
+// scripts are byte for byte the embedded files (and their SHAs those of
+// the files).
+const maxValueLine = "\nlocal maxValue = 65536\n"
+
+// withMaxValue is src with its read bound set to n. The bound is the
+// process's configuration, fixed for its life as the script is: in the
+// source, it costs no argument on every call (the Wire writes each one
+// per batch), and block.lua's arguments stay as they were. Sidecars with
+// different bounds on one Redis run different scripts (different SHAs),
+// each its own.
+func withMaxValue(src string, n int) string {
+	if !strings.Contains(src, maxValueLine) {
+		panic("redis: a script without its maxValue line")
+	}
+	return strings.Replace(src, maxValueLine, "\nlocal maxValue = "+strconv.Itoa(n)+"\n", 1)
 }
 
 func (sc scripts) all() []*script {

@@ -241,7 +241,7 @@ func (w *Wire) Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int,
 	r.ForEach(func(e redcon.RESP) bool {
 		var err error
 		if res[i], err = respResult(ops[i].Kind, e); err != nil {
-			res[i] = backend.Result{Err: w.s.fail(context.Background(), opName(ops[i].Kind), err)}
+			res[i] = backend.Result{Err: w.s.opError(context.Background(), &ops[i], err)}
 		}
 		i++
 		return true
@@ -269,6 +269,13 @@ func respResult(kind backend.OpKind, r redcon.RESP) (res backend.Result, err err
 	}
 	return res, err
 }
+
+// MaxReply implements upstream.WireBound: the largest reply of one
+// block.lua call, maxBlockOps gets of a value of maxValue (the scripts
+// refuse a larger one), each with its array, ttlAt and flag, and room for
+// an error line. A longer reply, which the scripts never send, closes the
+// connection rather than being buffered whole.
+func (w *Wire) MaxReply() int { return maxBlockOps*(w.s.maxValue+64) + 64<<10 }
 
 // Lost is the failure of op when the connection went before its reply
 // came: the op may or may not have run.

@@ -71,9 +71,16 @@ type ttlWant struct {
 	exact bool
 }
 
+// suiteReadBound is the stores' read bound in the suite.
+const suiteReadBound = 1 << 20
+
 func newEnv(t *testing.T, newStore NewStore, retention time.Duration) *env {
 	t.Helper()
-	h := newStore(t, backend.Options{Retention: retention})
+	// The suite writes values past --max-value-bytes' default (64 KiB and
+	// a byte: the command layer bounds writes, stores do not), and reads
+	// them back: the shared stores' read bound (MaxValueBytes) is set
+	// above them.
+	h := newStore(t, backend.Options{Retention: retention, MaxValueBytes: suiteReadBound})
 	require.NotNil(t, h.Store, "NewStore returned no store")
 	if h.Values != nil {
 		h.Store = wrapValues(h.Store, h.Values)

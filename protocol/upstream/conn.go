@@ -5,6 +5,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,8 @@ type Conn struct {
 	fault error // why the loop closes gc, for Lost
 	stop  chan struct{}
 	lost  atomic.Bool // the connection dropped; the next dial logs it regained
+	// maxInput bounds a reply not yet complete (WireBound).
+	maxInput int
 	// watch closes a connection whose backend has been silent for the
 	// timeout while replies are outstanding (watchdog.Watch): since it last
 	// answered, or since it was given a request while none was
@@ -68,8 +71,9 @@ type sentBatch struct {
 	at      time.Time
 }
 
-// maxInput bounds replies that do not parse (a desynchronized stream):
-// past it the connection is closed instead of waiting for the timeout.
+// maxInput bounds replies that do not parse (a desynchronized stream), or
+// are larger than the Wire takes (WireBound): past it the connection is
+// closed instead of waiting for the timeout.
 const maxInput = 256 << 20
 
 var errNoRequest = errors.New("reply to no request")
@@ -77,7 +81,10 @@ var errNoRequest = errors.New("reply to no request")
 // New starts dialling the loop's connection; each connection is watched
 // for a backend that goes silent (OnOpen). Close stops both.
 func New(cfg Config) *Conn {
-	u := &Conn{cfg: cfg, stop: make(chan struct{})}
+	u := &Conn{cfg: cfg, stop: make(chan struct{}), maxInput: maxInput}
+	if b, ok := cfg.Wire.(WireBound); ok {
+		u.maxInput = b.MaxReply()
+	}
 	go u.dial()
 	return u
 }
@@ -188,8 +195,8 @@ func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 	case rest > 0 && len(u.sent) == 0:
 		u.fault = errNoRequest
 		return gnet.Close
-	case rest > maxInput:
-		u.fault = errors.New("reply too large or malformed")
+	case rest > u.maxInput:
+		u.fault = fmt.Errorf("reply larger than %d bytes, or malformed", u.maxInput)
 		return gnet.Close
 	}
 	if len(u.sent) == 0 {

@@ -50,6 +50,16 @@ type Wire interface {
 	Timeout() time.Duration
 }
 
+// WireBound is a Wire that bounds one reply (redis.Wire: what one script
+// call answers within --max-value-bytes): a connection holding more than
+// MaxReply bytes of a reply not yet complete is closed, and its batches
+// fail as lost, instead of buffering whatever the backend sends (a reply
+// the backend should never send: the scripts refuse a larger record
+// themselves). A Wire without it is bounded at 256 MiB.
+type WireBound interface {
+	MaxReply() int
+}
+
 // WireSync is a Wire whose writes are answered only once replicas have
 // them (redis.Wire with ?wait=N): after a batch's requests it sends one
 // more (WAIT), on the same connection, whose reply decides the writes'

@@ -20,7 +20,10 @@
 --   p, M: 1 reserved, 0 a live record holds the key (one of them: nothing
 --         changed)
 --   g:    nil (no record, or expired past the retention), else
---         {value, ttlAt as stored ("0" forever), 1 live / 0 expired}
+--         {value, ttlAt as stored ("0" forever), 1 live / 0 expired}, or
+--         the error 'TOOLARGE <bytes>' for a record whose value is longer
+--         than maxValue or whose ttlAt text is longer than 20 bytes (only
+--         another writer stores such a record; it is never sent)
 --   r:    1 deleted, 0 no record or another value
 --   u:    1 replaced, 0 no live record or another value
 --   m:    1 moved, 0 a live record holds the new key, 2 the old key has no
@@ -82,6 +85,20 @@ end
 if a ~= n + 1 or k ~= #KEYS + 1 then
   return redis.error_reply('ERR prepkey block: arguments do not match the operations')
 end
+
+-- maxValue is --max-value-bytes: the largest value a get returns. The
+-- store writes the configured number here when it loads the script
+-- (scripts.go), so the bound costs no argument per call. A record is read
+-- with GETRANGE up to readEnd, the longest record of such a value (a ttlAt
+-- of 20 digits, ':'), and a byte more: a string longer than that is
+-- never read whole (a 64 MiB value held Redis 2 s per GET into Lua, and
+-- the sidecar then had to take it), and its value is big, a table no
+-- value equals (IFEQ), which a get answers TOOLARGE with the record's
+-- size. A hash of before is read whole only when HSTRLEN of its v is
+-- within maxValue.
+local maxValue = 65536
+local readEnd = string.format('%.0f', maxValue + 21)
+local big = {}
 
 -- One clock for the whole list: the block happens at one instant, and
 -- every sidecar judges expiry on the Redis server's clock.
@@ -156,16 +173,26 @@ while a <= n do
   local r, v, ts, t
   while not done do
     v, ts, t = false, false, false
-    r = redis.pcall('GET', KEYS[j])
+    -- A missing key is '' (no ':'), as a string not of the form.
+    r = redis.pcall('GETRANGE', KEYS[j], 0, readEnd)
     if type(r) == 'string' then
       local i = string.find(r, ':', 1, true)
       if i then
         ts = string.sub(r, 1, i - 1)
         t, v = tonumber(ts), string.sub(r, i + 1)
+        if #r >= maxValue + 22 then
+          v = big
+        end
       end
       r = false
-    elseif r then
-      r = redis.pcall('HMGET', KEYS[j], 'v', 't')
+    else
+      r = redis.pcall('HSTRLEN', KEYS[j], 'v')
+      if type(r) == 'number' and r > maxValue then
+        r = redis.pcall('HMGET', KEYS[j], 't', 't')
+        r[1] = big
+      elseif type(r) == 'number' then
+        r = redis.pcall('HMGET', KEYS[j], 'v', 't')
+      end
       if not r.err then
         v, ts = r[1], r[2]
         t = v and ts and tonumber(ts)
@@ -188,7 +215,16 @@ while a <= n do
   elseif c == 'g' then
     reply = false
     if t and (t == 0 or now < t + retention) then
-      reply = {v, ts, (t == 0 or now < t) and 1 or 0}
+      if v == big or #v > maxValue or #ts > 20 then
+        -- The record's size: STRLEN less the ':', or a hash's two fields.
+        local n = redis.pcall('STRLEN', KEYS[k])
+        if type(n) ~= 'number' then
+          n = redis.call('HSTRLEN', KEYS[k], 'v') + redis.call('HSTRLEN', KEYS[k], 't') + 1
+        end
+        reply = {err = 'TOOLARGE ' .. string.format('%.0f', n - 1)}
+      else
+        reply = {v, ts, (t == 0 or now < t) and 1 or 0}
+      end
     end
   elseif c == 'r' then
     if t and (t == 0 or now < t + retention) and (ARGV[a + 1] ~= '1' or v == ARGV[a + 2]) then

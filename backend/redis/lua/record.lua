@@ -6,6 +6,23 @@
 -- milliseconds in decimal ("0" forever), ':', then the value (docs/redis.md,
 -- Key layout); one written before that layout is a hash {v, t}.
 
+-- maxValue is --max-value-bytes, written here by the store (scripts.go):
+-- reserve.lua refuses to hand back a replaced record with a longer value
+-- (or a ttlAt text longer than 20 bytes), which only another writer stores.
+-- load never reads such a value whole (block.lua says why): it gives big,
+-- which no value equals.
+local maxValue = 65536
+local big = {}
+
+-- size is the size of the record at key (value and ttlAt), for TOOLARGE.
+local function size(key)
+  local n = redis.pcall('STRLEN', key)
+  if type(n) ~= 'number' then
+    return redis.call('HSTRLEN', key, 'v') + redis.call('HSTRLEN', key, 't')
+  end
+  return n - 1
+end
+
 -- clock is the Redis server's time in milliseconds, so that every sidecar
 -- judges expiry alike, whatever the pods' clocks say.
 local function clock()
@@ -19,18 +36,25 @@ end
 -- and HMGET give false, never nil, for a missing key or field; a string
 -- not of the form, or a hash lacking a field, is no record.
 local function load(key)
-  local s = redis.pcall('GET', key)
+  local s = redis.pcall('GETRANGE', key, 0, string.format('%.0f', maxValue + 21))
   if type(s) == 'string' then
     local i = string.find(s, ':', 1, true)
     local t = i and tonumber(string.sub(s, 1, i - 1))
     if not t then
       return nil
     end
+    if #s >= maxValue + 22 then
+      return big, t, string.sub(s, 1, i - 1)
+    end
     return string.sub(s, i + 1), t, string.sub(s, 1, i - 1)
-  elseif s == false then
-    return nil
   end
-  local r = redis.call('HMGET', key, 'v', 't')
+  local r
+  if redis.call('HSTRLEN', key, 'v') > maxValue then
+    r = redis.call('HMGET', key, 't', 't')
+    r[1] = big
+  else
+    r = redis.call('HMGET', key, 'v', 't')
+  end
   if r[1] == false or r[2] == false or not tonumber(r[2]) then
     return nil
   end

@@ -58,6 +58,14 @@ if a ~= n + 1 or k ~= #KEYS + 1 then
 end
 
 local FOREVER = 148204944000000
+-- maxValue is --max-value-bytes, written here by the store (scripts.go): a
+-- get of a record whose value is longer, or whose ttlAt text is longer than
+-- 20 bytes (a Wow service can write any size), answers 'TOOLARGE <bytes>'
+-- instead of the record, which is never sent. A value is read only when
+-- HSTRLEN says it is within maxValue (a 64 MiB one held Redis 2 s per read
+-- into Lua); a longer one is big, a table no value equals (IFEQ).
+local maxValue = 65536
+local big = {}
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local retention = tonumber(ARGV[1])
@@ -108,7 +116,15 @@ while a <= n do
   local j, last = k, k + nk - 1
   local r, found, v, ts, t, held
   while true do
-    r = redis.pcall('HMGET', KEYS[j], 'ttlAt', 'value')
+    r = redis.pcall('HSTRLEN', KEYS[j], 'value')
+    if type(r) == 'number' and r > maxValue then
+      r = redis.pcall('HMGET', KEYS[j], 'ttlAt', 'ttlAt')
+      if not r.err then
+        r[2] = big
+      end
+    elseif type(r) == 'number' then
+      r = redis.pcall('HMGET', KEYS[j], 'ttlAt', 'value')
+    end
     if r.err then
       break
     end
@@ -141,6 +157,9 @@ while a <= n do
     if kept and not readable then
       reply = {err = 'UNREADABLE ' .. KEYS[k] .. ' is a hash without a readable record (' ..
         (v == false and 'no value' or 'ttlAt is not a number') .. ')'}
+    elseif kept and (v == big or #v > maxValue or #ts > 20) then
+      local n = redis.call('HSTRLEN', KEYS[k], 'value') + redis.call('HSTRLEN', KEYS[k], 'ttlAt')
+      reply = {err = 'TOOLARGE ' .. string.format('%.0f', n)}
     elseif kept then
       reply = {v, t >= FOREVER and '0' or ts, (t >= FOREVER or now < t) and 1 or 0}
     end

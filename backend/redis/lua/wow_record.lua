@@ -13,6 +13,19 @@
 
 local FOREVER = 148204944000000
 
+-- maxValue is --max-value-bytes, written here by the store (scripts.go):
+-- reserve.lua refuses to hand back a replaced record with a longer value
+-- (or a ttlAt text longer than 20 bytes), which only another writer stores.
+-- load never reads such a value whole (wow_block.lua says why): it gives
+-- big, which no value equals.
+local maxValue = 65536
+local big = {}
+
+-- size is the size of the record at key (value and ttlAt), for TOOLARGE.
+local function size(key)
+  return redis.call('HSTRLEN', key, 'value') + redis.call('HSTRLEN', key, 'ttlAt')
+end
+
 -- clock is the Redis server's time in milliseconds, so that every sidecar
 -- judges expiry alike, whatever the pods' clocks say.
 local function clock()
@@ -27,7 +40,13 @@ end
 -- a live ttlAt: it holds the key. An expired one without a value is
 -- nothing to put back.
 local function load(key)
-  local r = redis.call('HMGET', key, 'ttlAt', 'value')
+  local r
+  if redis.call('HSTRLEN', key, 'value') > maxValue then
+    r = redis.call('HMGET', key, 'ttlAt', 'ttlAt')
+    r[2] = big
+  else
+    r = redis.call('HMGET', key, 'ttlAt', 'value')
+  end
   local ts, v = r[1], r[2]
   if ts == false and v == false then
     return nil
