@@ -58,8 +58,6 @@ var (
 		"1 when the backend answered its last ping within --backend-timeout, else 0.", nil, nil)
 	descLoopConns = prometheus.NewDesc("prepkey_backend_loop_connections",
 		"Event loops' own connections to a standalone Redis that are up (0 for other backends).", nil, nil)
-	descInfo = prometheus.NewDesc("prepkey_build_info",
-		"Always 1: the sidecar's version and backend kind.", []string{"version", "backend"}, nil)
 )
 
 // serverCollector turns a snapshot of the server's counters into metrics.
@@ -99,7 +97,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
 	ch <- prometheus.MustNewConstMetric(descLoopConns, prometheus.GaugeValue, float64(s.LoopBackendConns))
-	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, s.Version, s.Backend)
+	ch <- buildInfo(s)
 }
 
 // histogram turns per-bucket counts into Prometheus's cumulative buckets;

@@ -33,6 +33,8 @@ type config struct {
 	adminMaxConns  int
 	fileCacheMB    int
 	checkOnly      bool
+	pidFile        string
+	showVersion    bool
 }
 
 // errHelp is returned for --help, which is not a failure.
@@ -70,6 +72,9 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.IntVar(&c.fileCacheMB, "file-cache-mb", 8, "block cache of the file: store in MiB; the default suits a sidecar, raise it for stores of millions of records")
 	fs.StringVar(&c.adminListen, "admin-listen", "", "`host:port` to serve HTTP on for operators: GET /metrics, /healthz, /readyz (empty: no HTTP port)")
 	fs.IntVar(&c.adminMaxConns, "admin-max-clients", 64, "most connections the --admin-listen port serves at once; more wait to be accepted, so that probes cannot take the descriptors of RESP clients")
+	fs.StringVar(&c.pidFile, "pidfile", "", "`path` of a file to write the sidecar's pid to, removed at exit; the sidecar refuses to start while it names another live process (empty: none)")
+	fs.BoolVar(&c.showVersion, "version", false, "print the version, commit and Go version, and exit (also -v)")
+	fs.BoolVar(&c.showVersion, "v", false, "print the version and exit")
 	fs.BoolVar(&c.checkOnly, "check", false, "check that the sidecar at --listen answers PING (with --requirepass), exit 0 if so, 1 if not: a container healthcheck")
 	// The flag package prints the usage itself on -help and on every bad
 	// flag: it is silenced, and printed here for -help only, once. A bad
@@ -87,13 +92,16 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if c.showVersion {
+		return c, nil // before the environment: its values do not matter
+	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "PK_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		v := getenv(name)
-		if given[f.Name] || v == "" || envErr != nil {
+		if given[f.Name] || v == "" || envErr != nil || f.Name == "version" || f.Name == "v" {
 			return
 		}
 		if err := fs.Set(f.Name, v); err != nil {
