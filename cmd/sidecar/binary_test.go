@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -215,18 +216,41 @@ func TestStartLogAndPidFile(t *testing.T) {
 }
 
 // TestBuildInfoMetric: /metrics carries prepkey_build_info with the
-// stamped version and commit and the Go version.
+// stamped version and commit and the Go version; INFO server's
+// prepkey_version is the stamped version.
 func TestBuildInfoMetric(t *testing.T) {
 	p := startBinary(t, "--admin-listen", "127.0.0.1:0")
 	if p.admin == "" {
 		t.Fatal("no admin address logged")
 	}
+	c, err := net.Dial("tcp", p.serving["listen"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	info := bufio.NewReader(c)
+	head, err := info.ReadString('\n')
+	if err != nil || head[0] != '$' {
+		t.Fatalf("INFO server: %q %v", head, err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(head[1:]))
+	body := make([]byte, n)
+	if _, err := io.ReadFull(info, body); err != nil {
+		t.Fatal(err)
+	}
+	if want := "\r\nprepkey_version:" + gitOut(t, "describe", "--tags", "--always", "--dirty") + "\r\n"; !strings.Contains(string(body), want) {
+		t.Errorf("INFO server lacks %q:\n%s", want, body)
+	}
+
 	resp, err := http.Get("http://" + p.admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body, _ = io.ReadAll(resp.Body)
 	want := `prepkey_build_info{backend="memory",commit="` + gitOut(t, "rev-parse", "HEAD") + `",goversion="` + runtime.Version() +
 		`",version="` + gitOut(t, "describe", "--tags", "--always", "--dirty") + `"} 1` + "\n"
 	if !strings.Contains(string(body), want) {
