@@ -7,16 +7,34 @@
 # PING to PK_LISTEN, with PK_REQUIREPASS). It runs on a read-only root
 # filesystem; only the file: backend's /data needs to be writable.
 
-FROM golang:1.26 AS build
+#
+# Multi-arch (docker buildx build --platform linux/amd64,linux/arm64): the
+# build stage runs on the builder's own platform ($BUILDPLATFORM) and
+# cross-compiles for each target (TARGETOS/TARGETARCH; no cgo, so no cross
+# C toolchain), instead of compiling under emulation.
+#
+# The bases are pinned by digest (the tag beside it says what it is), so
+# that a rebuild of the same commit uses the same bases; Dependabot
+# (.github/dependabot.yml) proposes the new digests. The digests are those
+# of golang:1.26-bookworm (Go 1.26.8) published 2026-09-08 and of
+# distroless/static-debian12:nonroot published 2026-08-26.
+#
+# VERSION and COMMIT stamp the binary (internal/version); the release
+# workflow passes `git describe --tags --always --dirty` and the commit
+# (.git is not in the build context). Without them the binary says
+# "devel".
+
+FROM --platform=$BUILDPLATFORM golang:1.26-bookworm@sha256:9fdc884aacc3bec89b20ffc69f4bb369c78210e3e4f600387b5128b12c199f81 AS build
 WORKDIR /src
 # Dependencies first, so that a source change does not download them again.
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/sidecar ./cmd/sidecar \
+ARG TARGETOS TARGETARCH VERSION COMMIT
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w -X github.com/prepkey/prepkey/internal/version.version=$VERSION -X github.com/prepkey/prepkey/internal/version.commit=$COMMIT" -o /out/sidecar ./cmd/sidecar \
 	&& mkdir /out/data
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab
 COPY --from=build /out/sidecar /usr/local/bin/sidecar
 # The file: backend's directory, owned by the nonroot user so that a fresh
 # named volume mounted there is writable.

@@ -1,5 +1,5 @@
 # prepkey: the usual entry points. `make test` is what CI runs.
-.PHONY: build run test test-short test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run
+.PHONY: build run test test-short test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run release-check release-snapshot
 
 # The binary as the image builds it (Dockerfile; scripts/build-sidecar.sh,
 # which every measuring script uses):
@@ -31,15 +31,28 @@ wasm-run: wasm
 # Installs what the tests need when it is missing (scripts/deps.sh), starts
 # the Redis and FerretDB servers they need and runs every Go test; then the
 # checks of the Kubernetes manifests, the Dockerfile and docker-compose.yml
-# (a module of their own: k8s.io/api is heavy); then the client suite in
-# other languages (clients/).
+# (a module of their own: k8s.io/api is heavy); then the release pipeline's
+# check (release-check below); then the client suite in other languages
+# (clients/).
 # TestDockerfile builds the binary as the image does (static, -trimpath: a
 # build cache of its own); on a fresh cache with the machine's two cores busy
 # that took past go test's default 10 minutes once, hence -timeout 30m.
 test: deps
 	scripts/test.sh
 	cd tools/k8svalidate && go vet ./... && go test -count=1 -timeout 30m ./...
+	scripts/release-check.sh
 	clients/run.sh
+
+# The release pipeline without publishing (docs/releasing.md): goreleaser
+# check, a snapshot build of every release target into dist/, and
+# actionlint over .github/workflows. goreleaser and actionlint are built
+# once and cached (scripts/release-check.sh). `make test` runs it.
+release-check:
+	scripts/release-check.sh
+
+# Only the binaries and checksums of a release, into dist/, unpublished.
+release-snapshot:
+	scripts/release-check.sh snapshot
 
 # The fast tier, for the edit-test loop: vet, then every package's core
 # with -short, and no servers started (the tests that need Redis or MongoDB
@@ -86,4 +99,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin prepkey.wasm
+	rm -rf bin dist prepkey.wasm

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/internal/version"
 	"github.com/prepkey/prepkey/protocol"
 )
 
@@ -211,7 +213,9 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 0.0, counter("prepkey_rejected_connections_total"))
 	require.Equal(t, 9.0, counter("prepkey_max_clients"))
 	require.Equal(t, 1.0, counter("prepkey_backend_up"))
-	require.Equal(t, 1.0, counter("prepkey_build_info", "version", "1.2.3", "backend", "memory"))
+	b := version.Get()
+	require.Equal(t, runtime.Version(), b.GoVersion)
+	require.Equal(t, 1.0, counter("prepkey_build_info", "version", "1.2.3", "commit", b.Commit, "goversion", b.GoVersion, "backend", "memory"))
 
 	hist := func(name string, labels ...string) *dto.Histogram {
 		for _, m := range fams[name].Metric {

@@ -66,8 +66,6 @@ var (
 		"--max-clients-memory (0: no bound).", nil, nil)
 	descEvicted = prometheus.NewDesc("prepkey_evicted_clients_total",
 		"Client connections closed for --max-clients-memory (the one holding the most).", nil, nil)
-	descInfo = prometheus.NewDesc("prepkey_build_info",
-		"Always 1: the sidecar's version and backend kind.", []string{"version", "backend"}, nil)
 )
 
 // serverCollector turns a snapshot of the server's counters into metrics.
@@ -119,7 +117,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
 	ch <- prometheus.MustNewConstMetric(descLoopConns, prometheus.GaugeValue, float64(s.LoopBackendConns))
-	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, s.Version, s.Backend)
+	ch <- buildInfo(s)
 	ch <- prometheus.MustNewConstMetric(descClientsMem, prometheus.GaugeValue, float64(s.ClientsMemory))
 	ch <- prometheus.MustNewConstMetric(descMaxClientsMem, prometheus.GaugeValue, float64(s.MaxClientsMemory))
 	ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, float64(s.EvictedClients))

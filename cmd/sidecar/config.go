@@ -35,6 +35,8 @@ type config struct {
 	adminMaxConns      int
 	fileCacheMB        int
 	checkOnly          bool
+	pidFile            string
+	showVersion        bool
 	// Secrets read from files (--requirepass-file, --backend-file), and
 	// --protected-mode: env.go, protect.go.
 	requirePassFile string
@@ -87,6 +89,9 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.requirePassFile, "requirepass-file", "", "`file` holding --requirepass (one trailing newline is dropped): a mounted secret")
 	fs.StringVar(&c.backendFile, "backend-file", "", "`file` holding --backend, for a URL that carries a password: a mounted secret")
 	fs.StringVar(&c.protectedMode, "protected-mode", "yes", "`yes|no`: yes refuses to listen on an address other than loopback without --requirepass, no allows it (as Redis's protected-mode)")
+	fs.StringVar(&c.pidFile, "pidfile", "", "`path` of a file to write the sidecar's pid to, removed at exit; the sidecar refuses to start while it names another live process (empty: none)")
+	fs.BoolVar(&c.showVersion, "version", false, "print the version, commit and Go version, and exit (also -v)")
+	fs.BoolVar(&c.showVersion, "v", false, "print the version and exit")
 	// The flag package prints the usage itself on -help and on every bad
 	// flag: it is silenced, and printed here for -help only, once. A bad
 	// flag is the one-line error run prints.
@@ -103,6 +108,9 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if c.showVersion {
+		return c, nil // before the environment: its values do not matter
+	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	fromEnv := map[string]bool{}
@@ -113,8 +121,8 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 		v := getenv(name)
 		// --check is a flag only: PK_CHECK=true in a container's
 		// environment, meant for its healthcheck, would turn the server
-		// itself into a one-shot probe.
-		if given[f.Name] || v == "" || envErr != nil || f.Name == "check" {
+		// itself into a one-shot probe. --version likewise.
+		if given[f.Name] || v == "" || envErr != nil || f.Name == "check" || f.Name == "version" || f.Name == "v" {
 			return
 		}
 		if err := fs.Set(f.Name, v); err != nil {

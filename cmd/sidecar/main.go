@@ -18,11 +18,9 @@ import (
 
 	"github.com/prepkey/prepkey/admin"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/internal/version"
 	"github.com/prepkey/prepkey/protocol"
 )
-
-// version is prepkey's version, shown by INFO.
-const version = "0.1.0"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
@@ -55,6 +53,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sidecar: %v\n", err)
 		return 2
 	}
+	if cfg.showVersion {
+		fmt.Fprintln(stdout, version.Get())
+		return 0
+	}
 	if cfg.checkOnly {
 		return runCheck(cfg, stderr)
 	}
@@ -62,6 +64,15 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sidecar: %v\n", err)
 		return 2
 	}
+	if cfg.pidFile != "" {
+		removePid, err := writePidFile(cfg.pidFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "sidecar: %v\n", err)
+			return 2
+		}
+		defer removePid()
+	}
+	build := version.Get()
 	log := newLogger(cfg, stderr)
 	// Backends that log through the default logger (pebble's events in the
 	// embedded store) then follow --log-format and --log-level.
@@ -125,7 +136,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		// A bulk this far past the limits is a framing-level refusal (as
 		// Redis's proto-max-bulk-len); smaller ones get the limit's error.
 		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
-		Version: version,
+		Version: build.Version,
 		Backend: kind,
 		// How PK commands reach the store is its opener's to say
 		// (openBackend); a standalone Redis is reached through its Wire.
@@ -154,7 +165,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}()
 		log.Info("serving operators", "admin_listen", adminLn.Addr().String())
 	}
-	log.Info("serving", "listen", ln.Addr().String(), "backend", kind, "auth", cfg.requirePass != "")
+	log.Info("serving", "listen", ln.Addr().String(), "backend", kind, "auth", cfg.requirePass != "",
+		"pid", os.Getpid(), "version", build.Version, "commit", build.Commit)
 
 	code := 0
 	select {

@@ -1,7 +1,9 @@
 // Package k8svalidate checks the Kubernetes manifests of deploy/kubernetes:
-// each document decodes strictly into the Kubernetes API types (an unknown
-// or duplicated field is an error, as `kubectl apply --validate=strict`
-// would say), and the example Deployment runs prepkey as the docs say. It
+// the kustomize base and its overlay build (with kustomize's own library, as
+// `kubectl apply -k` does), each object they give decodes strictly into the
+// Kubernetes API types (an unknown or duplicated field is an error, as
+// `kubectl apply --validate=strict` would say), and the example runs
+// prepkey as the docs say. It
 // is a module of its own so that k8s.io/api stays out of the sidecar's.
 package k8svalidate
 
@@ -20,12 +22,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 )
 
 const dir = "../../deploy/kubernetes"
 
-// decodeAll decodes every document of every manifest strictly.
-func decodeAll(t *testing.T) []runtime.Object {
+// The kustomizations a user applies: the base (the bundled Redis) and the
+// overlay for their own shared Redis or MongoDB.
+var kustomizations = []string{dir, dir + "/overlays/external-redis"}
+
+// decoder decodes strictly: an unknown or duplicated field is an error.
+func decoder(t *testing.T) runtime.Decoder {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme} {
@@ -33,35 +42,90 @@ func decodeAll(t *testing.T) []runtime.Object {
 			t.Fatal(err)
 		}
 	}
-	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no manifests in %s (%v)", dir, err)
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+}
+
+// build runs kustomize on the kustomization in path (what `kubectl apply -k`
+// does) and decodes every object it gives strictly.
+func build(t *testing.T, fs filesys.FileSystem, path string) []runtime.Object {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, path)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", path, err)
 	}
+	out, err := m.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeDocs(t, path, out)
+}
+
+// decodeDocs decodes every document of a YAML stream strictly.
+func decodeDocs(t *testing.T, name string, b []byte) []runtime.Object {
+	t.Helper()
+	dec := decoder(t)
 	var objs []runtime.Object
+	rd := utilyaml.NewYAMLReader(bufioReader(b))
+	for i := 0; ; i++ {
+		doc, err := rd.Read()
+		if err != nil {
+			break
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+			continue
+		}
+		obj, _, err := dec.Decode(doc, nil, nil)
+		if err != nil {
+			t.Errorf("%s document %d: %v", name, i, err)
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+// decodeAll is the base's objects, as `kubectl apply -k deploy/kubernetes`
+// creates them.
+func decodeAll(t *testing.T) []runtime.Object {
+	t.Helper()
+	return build(t, filesys.MakeFsOnDisk(), dir)
+}
+
+// TestKustomizationComplete: every manifest of deploy/kubernetes/base is in
+// the base, so that none is left out of `kubectl apply -k`, and each one
+// decodes strictly on its own too.
+func TestKustomizationComplete(t *testing.T) {
+	base := filepath.Join(dir, "base")
+	files, err := filepath.Glob(filepath.Join(base, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in %s (%v)", base, err)
+	}
+	b, err := os.ReadFile(filepath.Join(base, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Resources  []string `json:"resources"`
+	}
+	if err := yaml.UnmarshalStrict(b, &k); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
 	for _, f := range files {
+		base := filepath.Base(f)
+		if base == "kustomization.yaml" {
+			continue
+		}
+		if !slices.Contains(k.Resources, base) {
+			t.Errorf("%s is not in kustomization.yaml's resources", base)
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rd := utilyaml.NewYAMLReader(bufioReader(b))
-		for i := 0; ; i++ {
-			doc, err := rd.Read()
-			if err != nil {
-				break
-			}
-			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-				continue
-			}
-			obj, _, err := decoder.Decode(doc, nil, nil)
-			if err != nil {
-				t.Errorf("%s document %d: %v", f, i, err)
-				continue
-			}
-			objs = append(objs, obj)
-		}
+		decodeDocs(t, f, b)
 	}
-	return objs
 }
 
 // TestStrictDecoding fails on a field the API does not know: it checks
@@ -80,21 +144,41 @@ func TestStrictDecoding(t *testing.T) {
 	}
 }
 
-// TestSidecar checks the example Deployment against what the issue and
-// docs/operations.md promise.
+// TestSidecar checks the example Deployment, in the base and in the
+// overlay, against what the issue and docs/operations.md promise.
 func TestSidecar(t *testing.T) {
-	var dep *appsv1.Deployment
-	secrets := map[string]*corev1.Secret{}
-	for _, o := range decodeAll(t) {
-		switch v := o.(type) {
-		case *appsv1.Deployment:
-			dep = v
-		case *corev1.Secret:
-			secrets[v.Name] = v
+	for _, k := range kustomizations {
+		t.Run(filepath.Base(k), func(t *testing.T) {
+			checkSidecar(t, build(t, filesys.MakeFsOnDisk(), k))
+		})
+	}
+}
+
+// appDeployment is the Deployment with the prepkey sidecar.
+func appDeployment(objs []runtime.Object) *appsv1.Deployment {
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok && slices.ContainsFunc(d.Spec.Template.Spec.InitContainers,
+			func(c corev1.Container) bool { return c.Name == "prepkey" }) {
+			return d
 		}
 	}
+	return nil
+}
+
+func secretsOf(objs []runtime.Object) map[string]*corev1.Secret {
+	secrets := map[string]*corev1.Secret{}
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Secret); ok {
+			secrets[s.Name] = s
+		}
+	}
+	return secrets
+}
+
+func checkSidecar(t *testing.T, objs []runtime.Object) {
+	dep, secrets := appDeployment(objs), secretsOf(objs)
 	if dep == nil {
-		t.Fatal("no Deployment")
+		t.Fatal("no Deployment with prepkey as an init container (native sidecar)")
 	}
 	spec := dep.Spec.Template.Spec
 	i := slices.IndexFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == "prepkey" })
@@ -146,7 +230,20 @@ func TestSidecar(t *testing.T) {
 		t.Errorf("PK_ADMIN_LISTEN %q does not serve the admin port %d", env["PK_ADMIN_LISTEN"].Value, port)
 	}
 
-	for _, ctr := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+	checkContainers(t, objs)
+}
+
+// checkContainers: every container of every Deployment runs non-root on a
+// read-only root filesystem, without privileges, with requests and a
+// memory limit.
+func checkContainers(t *testing.T, objs []runtime.Object) {
+	var all []corev1.Container
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			all = append(append(all, d.Spec.Template.Spec.InitContainers...), d.Spec.Template.Spec.Containers...)
+		}
+	}
+	for _, ctr := range all {
 		sc := ctr.SecurityContext
 		switch {
 		case sc == nil:
@@ -184,7 +281,11 @@ func TestEnvNamesFlags(t *testing.T) {
 	if !flags["PK_ADMIN_LISTEN"] {
 		t.Fatalf("no --admin-listen in the help: %s", out)
 	}
-	for _, o := range decodeAll(t) {
+	var objs []runtime.Object
+	for _, k := range kustomizations {
+		objs = append(objs, build(t, filesys.MakeFsOnDisk(), k)...)
+	}
+	for _, o := range objs {
 		dep, ok := o.(*appsv1.Deployment)
 		if !ok {
 			continue
