@@ -6,6 +6,13 @@
 # redis-cli: its healthcheck is the sidecar itself (`sidecar --check` sends
 # PING to PK_LISTEN, with PK_REQUIREPASS). It runs on a read-only root
 # filesystem; only the file: backend's /data needs to be writable.
+#
+# Protected mode: on 0.0.0.0 with no password the sidecar refuses to start
+# (exit 2, one line saying how), as redis-server does. The image sets no
+# password and does not turn the check off: run it with PK_REQUIREPASS or
+# PK_REQUIREPASS_FILE (a mounted secret), or with PK_PROTECTED_MODE=no
+# where only trusted peers reach the port (docker-compose.yml publishes on
+# the host's loopback and says so).
 
 #
 # Multi-arch (docker buildx build --platform linux/amd64,linux/arm64): the
