@@ -52,7 +52,7 @@ func TestWowDocumentShape(t *testing.T) {
 
 	require.Equal(t, bson.D{
 		{Key: "_id", Value: "alice"},
-		{Key: "value", Value: bson.D{{Key: "userId", Value: "42"}, {Key: "age", Value: int32(7)}, {Key: "tags", Value: bson.A{"a", 1.5}}, {Key: "big", Value: int64(4294967296)}}},
+		{Key: "value", Value: bson.D{{Key: "userId", Value: "42"}, {Key: "age", Value: int32(7)}, {Key: "tags", Value: bson.A{"a", bson.NewDecimal128(0x303e000000000000, 15)}}, {Key: "big", Value: int64(4294967296)}}},
 		{Key: "ttlAt", Value: bson.DateTime(now + 5000)},
 	}, wowDoc(t, s, "users", "alice"))
 	require.Equal(t, bson.D{{Key: "_id", Value: "bob"}, {Key: "value", Value: "b"}, {Key: "ttlAt", Value: bson.DateTime(148204944000000)}}, wowDoc(t, s, "users", "bob"))
