@@ -210,9 +210,9 @@ func wowMongo(t *testing.T, args ...string) (*sidecar, wowMongoService, string) 
 	}
 	if url == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but PK_TEST_MONGO_URI is unset: scripts/test.sh starts FerretDB")
+			t.Fatal("CI=true but PK_TEST_MONGO_URI is unset: scripts/test.sh starts FerretDB (scripts/mongo-engine.sh)")
 		}
-		t.Skip(`no MongoDB server: eval "$(scripts/ferretdb.sh up DIR)"`)
+		t.Skip(`no MongoDB server: eval "$(scripts/mongo-engine.sh up DIR)"`)
 	}
 	dbName := fmt.Sprintf("wow_%d", time.Now().UnixNano())
 	u, err := mongo.WithDatabase(url, dbName)
@@ -601,8 +601,9 @@ func TestWowMongoBadLayout(t *testing.T) {
 // whether one order of atomic commands explains the mixed history (the
 // model of lin_model_test.go: Wow's prepare is PREPARE, rollback(value)
 // ROLLBACK IFEQ, rollback() ROLLBACK, reprepare REPREPARE [IFEQ], getValue
-// GETVALUE; nothing expires while it runs). On FerretDB, whose updates of
-// an existing record are not atomic, each key's existing record is changed
+// GETVALUE; nothing expires while it runs). On FerretDB, whose deletes of
+// an existing record are not atomic against its updates (v2; v1's updates
+// neither: deletesMissUpdates), each key's existing record is changed
 // by one client only (its owner, alternately a sidecar and a Wow client);
 // everyone prepares and reads every key.
 func TestWowMongoLinearizable(t *testing.T) {
@@ -612,7 +613,7 @@ func TestWowMongoLinearizable(t *testing.T) {
 	t.Parallel()
 	s, wow, url := wowMongo(t)
 	seed := linSeed(t)
-	ferret := isFerretDB(t, url)
+	ferret := deletesMissUpdates(t, url)
 	ns := uniqueNS(t)
 	keys := []string{"k0", "k1", "k2", "k3"}
 	const clients, opsPerClient = 6, 50
