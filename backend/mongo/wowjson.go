@@ -44,7 +44,8 @@ func refuseBSON(format string, args ...any) error {
 	return &backend.Refusal{Text: errWowBSONPrefix + fmt.Sprintf(format, args...)}
 }
 
-var errNotJSON = &backend.Refusal{Text: errWowNotJSON}
+// errNotJSON is the refusal the Redis store's layout=wow answers too.
+var errNotJSON = backend.ErrValueNotJSON
 
 // jsonToBSON parses the JSON text src into the BSON value it stands for:
 // an object becomes an embedded document with its fields in the same
