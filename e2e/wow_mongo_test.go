@@ -426,7 +426,10 @@ func TestWowMongoInterop(t *testing.T) {
 		require.Equal(t, value, doc[1].Value)
 		check(t, c, text, "PK.GET", ns, "w")
 		check(t, c, int64(0), "PK.ROLLBACK", ns, "w", "IFEQ", strings.Replace(text, "9.99", "9.990000000000001", 1))
-		check(t, c, int64(1), "PK.REPREPARE", ns, "w", text, "IFEQ", text)
+		// On MongoDB numbers compare by value: other forms of the same
+		// numbers match (not on Redis, where IFEQ compares bytes).
+		variant := strings.NewReplacer("9.99", "9.990", "1.0E7", "10000000", "1.0E-5", "0.00001").Replace(text)
+		check(t, c, int64(1), "PK.REPREPARE", ns, "w", text, "IFEQ", variant)
 		check(t, c, text, "PK.GET", ns, "w")
 		check(t, c, int64(1), "PK.ROLLBACK", ns, "w", "IFEQ", text)
 
