@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -230,10 +229,10 @@ func TestLinearizableMongo(t *testing.T) {
 }
 
 // isFerretDB reports whether the server at url is FerretDB v1: its
-// buildInfo has a ferretdbVersion of v1.
+// buildInfo has ferretdbVersion (v2 answers ferretdb.version).
 func isFerretDB(t *testing.T, url string) bool {
 	t.Helper()
-	return strings.HasPrefix(ferretDBVersion(t, url), "v1.")
+	return ferretDBVersion(t, url) == "v1"
 }
 
 // deletesMissUpdates reports whether the server at url is FerretDB, v1 or
@@ -248,8 +247,9 @@ func deletesMissUpdates(t *testing.T, url string) bool {
 	return ferretDBVersion(t, url) != ""
 }
 
-// ferretDBVersion is the ferretdbVersion of the server's buildInfo, "" for
-// a server that is not FerretDB.
+// ferretDBVersion is "v1" for FerretDB v1 (buildInfo's ferretdbVersion,
+// "unknown" when embedded as tools/ferretdb does), v2's ferretdb.version
+// ("v2.7.0"), and "" for a server that is not FerretDB.
 func ferretDBVersion(t *testing.T, url string) string {
 	t.Helper()
 	c, err := mongodrv.Connect(mongoopts.Client().ApplyURI(url))
@@ -257,8 +257,8 @@ func ferretDBVersion(t *testing.T, url string) string {
 	defer c.Disconnect(context.Background())
 	raw, err := c.Database("admin").RunCommand(ctx(), bson.D{{Key: "buildInfo", Value: 1}}).Raw()
 	require.NoError(t, err)
-	if v, ok := raw.Lookup("ferretdbVersion").StringValueOK(); ok { // v1
-		return v
+	if _, err := raw.LookupErr("ferretdbVersion"); err == nil {
+		return "v1"
 	}
 	v, _ := raw.Lookup("ferretdb", "version").StringValueOK() // v2
 	return v

@@ -393,7 +393,10 @@ func TestWowMongoInterop(t *testing.T) {
 
 	t.Run("JSON field order round trip", func(t *testing.T) {
 		ns := uniqueNS(t)
-		const wowJSON = `{"zeta":1,"alpha":{"y":2.5,"x":[1,"s",true,null,{"b":1,"a":2}]},"big":9007199254740993,"neg":-1.0E-5}`
+		wowJSON := `{"zeta":1,"alpha":{"y":2.5,"x":[1,"s",true,null,{"b":1,"a":2}]},"big":9007199254740993,"neg":-1.0E-5}`
+		if isFerretDB(t, url) { // v1 closes the connection on a Decimal128
+			wowJSON = `{"zeta":1,"alpha":{"y":25,"x":[1,"s",true,null,{"b":1,"a":2}]},"big":9007199254740993,"neg":-1}`
+		}
 		ok, err := wow.prepare(t, ns, "w", wowJSON, wowForeverDate)
 		require.NoError(t, err)
 		require.True(t, ok)
