@@ -60,6 +60,15 @@ pgroot() {
 		return
 	fi
 	[[ $(id -u) -eq 0 ]] || { log "making the DocumentDB tree needs root (apt-get, chroot)"; return 1; }
+	# One maker at a time (two test runs on a cold cache); the lock goes
+	# with this subshell.
+	mkdir -p "$cache"
+	exec 9>"$cache/documentdb-root.lock"
+	flock 9
+	if [[ -x $tree/usr/bin/dash && -f $tree/.complete ]]; then
+		echo "$tree"
+		return
+	fi
 	command -v apt-get >/dev/null || { log "no apt-get"; return 1; }
 	local mirror tmp pkg
 	mirrorof() { apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null | awk '$2 == "bookworm" || $2 == "trixie" {print $1; exit}'; }
