@@ -253,6 +253,10 @@ func TestWowIndexesAndSweep(t *testing.T) {
 	if ferretDB(t, s) {
 		require.True(t, s.ttlMissing, "FerretDB has no TTL indexes")
 		require.Contains(t, logs.String(), "the server cannot create a TTL index on ttlAt")
+	} else {
+		// MongoDB, and FerretDB v2 on DocumentDB, build Wow's indexes.
+		require.False(t, s.ttlMissing, "TTL index on ttlAt")
+		require.False(t, s.hashedMissing, "hashed index on _id")
 	}
 
 	// Scan secret: in prepare_prepkey:meta, untouched by the sweep.
