@@ -14,10 +14,13 @@ type Refusal struct{ Text string }
 func (e *Refusal) Error() string { return e.Text }
 
 // The refusals both stores' layout=wow answer alike: Wow's PrepareKey names
-// and keys are Kotlin strings, so they must be valid UTF-8.
+// and keys are Kotlin strings, so they must be valid UTF-8; a value is the
+// JSON Wow's Jackson reads back into the application's type (getValue
+// throws on anything else).
 var (
 	ErrKeyNotUTF8       = &Refusal{Text: "ERR key is not valid UTF-8 (layout=wow)"}
 	ErrNamespaceNotUTF8 = &Refusal{Text: "ERR namespace is not valid UTF-8 (layout=wow)"}
+	ErrValueNotJSON     = &Refusal{Text: "ERR value is not valid JSON (layout=wow)"}
 )
 
 // RecordTooLarge is a shared store's refusal to return the record at (ns,

@@ -449,21 +449,21 @@ func TestWowUTF8(t *testing.T) {
 		r, ns := s.raw(t), uniqueNS(t)
 		bad := "k\xff\xfe"
 		const refused = "-ERR key is not valid UTF-8 (layout=wow)\r\n"
-		r.do(refused, "PK.PREPARE", ns, bad, "v")
+		r.do(refused, "PK.PREPARE", ns, bad, `"v"`)
 		r.do(refused, "PK.GET", ns, bad)
 		r.do(refused, "PK.GETVALUE", ns, bad)
 		r.do(refused, "PK.ROLLBACK", ns, bad)
-		r.do(refused, "PK.REPREPARE", ns, bad, "v")
-		r.do(refused, "PK.REPREPARE", ns, "new", "v", "FROM", bad, "IFEQ", "v")
-		r.do(refused, "PK.MPREPARE", "2", ns, "ok", "v", ns, bad, "v")
+		r.do(refused, "PK.REPREPARE", ns, bad, `"v"`)
+		r.do(refused, "PK.REPREPARE", ns, "new", `"v"`, "FROM", bad, "IFEQ", `"v"`)
+		r.do(refused, "PK.MPREPARE", "2", ns, "ok", `"v"`, ns, bad, `"v"`)
 		r.do(":1\r\n", "PK.PREPARE", ns, "é", `"v"`)
 		// pipelined: each answered in order
-		r.send(resp("PK.PREPARE", ns, bad, "v") + resp("PK.PREPARE", ns, "p", "v") + resp("PK.GET", ns, "p"))
-		r.expect(refused + ":1\r\n$1\r\nv\r\n")
+		r.send(resp("PK.PREPARE", ns, bad, `"v"`) + resp("PK.PREPARE", ns, "p", `"v"`) + resp("PK.GET", ns, "p"))
+		r.expect(refused + ":1\r\n$3\r\n\"v\"\r\n")
 		// queued in MULTI: refused, and EXEC aborts
 		r.do("+OK\r\n", "MULTI")
-		r.do("+QUEUED\r\n", "PK.PREPARE", ns, "m", "v")
-		r.do(refused, "PK.PREPARE", ns, bad, "v")
+		r.do("+QUEUED\r\n", "PK.PREPARE", ns, "m", `"v"`)
+		r.do(refused, "PK.PREPARE", ns, bad, `"v"`)
 		r.do("-EXECABORT Transaction discarded because of previous errors.\r\n", "EXEC")
 		r.do("$-1\r\n", "PK.GET", ns, "m")
 		r.do("$-1\r\n", "PK.GET", ns, "ok")
@@ -474,6 +474,33 @@ func TestWowUTF8(t *testing.T) {
 		v, _, ok := w.getValue(ns, "é")
 		require.True(t, ok)
 		require.Equal(t, `"v"`, v)
+	})
+}
+
+// TestWowNotJSON: in layout=wow a value that is not JSON (which Wow's
+// getValue could not read) is refused with the MongoDB layout's reply, in
+// every value argument, IFEQ values included, and nothing is stored; with
+// ?values=any the URL takes any bytes.
+func TestWowNotJSON(t *testing.T) {
+	eachWowTopology(t, func(t *testing.T, s *sidecar, w *wowRedisService) {
+		r, ns := s.raw(t), uniqueNS(t)
+		const refused = "-ERR value is not valid JSON (layout=wow)\r\n"
+		for _, bad := range []string{"v", "", `{"a":1`, "'a'", "\"\xff\"", "1 2", "NaN"} {
+			r.do(refused, "PK.PREPARE", ns, "k", bad)
+			r.do(refused, "PK.REPREPARE", ns, "k", bad)
+			r.do(refused, "PK.REPREPARE", ns, "k", `"v"`, "IFEQ", bad)
+			r.do(refused, "PK.ROLLBACK", ns, "k", "IFEQ", bad)
+			r.do(refused, "PK.REPREPARE", ns, "new", bad, "FROM", "k", "IFEQ", `"v"`)
+			r.do(refused, "PK.REPREPARE", ns, "new", `"v"`, "FROM", "k", "IFEQ", bad)
+			r.do(refused, "PK.MPREPARE", "2", ns, "a", `"v"`, ns, "b", bad)
+		}
+		for _, key := range []string{"k", "new", "a", "b"} {
+			r.do("$-1\r\n", "PK.GET", ns, key)
+		}
+		r.do(":1\r\n", "PK.PREPARE", ns, "k", ` {"a" : [1, 2.5, null]} `)
+		v, _, ok := w.getValue(ns, "k")
+		require.True(t, ok)
+		require.Equal(t, ` {"a" : [1, 2.5, null]} `, v, "Redis keeps the bytes: JSON is checked, not rewritten")
 	})
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of prepkey: starts the real servers the tests need (Redis
-# standalone, a 3-master cluster and a sentinel set; FerretDB for the MongoDB
-# backend), runs vet and the tests, and stops the servers whatever happens.
+# standalone, a 3-master cluster and a sentinel set; FerretDB v2 on DocumentDB
+# for the MongoDB backend, scripts/mongo-engine.sh), runs vet and the tests,
+# and stops the servers whatever happens.
 #
 #   scripts/test.sh                 # everything (what `make test` and CI run)
 #   scripts/test.sh ./backend/...   # other packages or go test flags
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/.."
 dir=$(mktemp -d "${TMPDIR:-/tmp}/prepkey-test.XXXXXX")
 stop() {
 	scripts/redis-servers.sh down "$dir/redis" >/dev/null 2>&1 || true
-	scripts/ferretdb.sh down "$dir/mongo" >/dev/null 2>&1 || true
+	scripts/mongo-engine.sh down "$dir/mongo" >/dev/null 2>&1 || true
 	rm -rf "$dir"
 }
 trap stop EXIT
@@ -23,7 +24,7 @@ trap stop EXIT
 echo "== starting test servers in $dir"
 eval "$(scripts/redis-servers.sh up "$dir/redis")"
 if [ -z "${MONGO_URI:-}" ]; then
-	eval "$(scripts/ferretdb.sh up "$dir/mongo")"
+	eval "$(scripts/mongo-engine.sh up "$dir/mongo")"
 fi
 
 echo "== go vet"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -46,7 +47,7 @@ func (s *Store) opPrepare(ctx context.Context, ns string, key, value []byte, exp
 
 func (s *Store) prepare(ctx context.Context, c *mongo.Collection, key []byte, update bson.D, now int64) (bool, error) {
 	res, err := c.UpdateOne(ctx, expiredFilter(key, now), update, upsert)
-	if mongo.IsDuplicateKeyError(err) {
+	if isDuplicateKey(err) {
 		// The filter did not match, so the key has a live record, and the
 		// insert that the upsert fell back to collided with it.
 		return false, nil
@@ -220,7 +221,7 @@ func (s *Store) reserveForMove(ctx context.Context, c *mongo.Collection, key []b
 	switch {
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return nil, true, nil // inserted
-	case mongo.IsDuplicateKeyError(err):
+	case isDuplicateKey(err):
 		return nil, false, nil // a live record holds the key
 	case err != nil:
 		return nil, false, err
@@ -337,4 +338,18 @@ func decode(raw bson.Raw) (value []byte, ttlAt, expireAt int64, err error) {
 		expireAt = dt
 	}
 	return value, ttlAt, expireAt, nil
+}
+
+// isDuplicateKey reports whether err is the server's duplicate-key error:
+// MongoDB's code 11000, or the InternalError carrying PostgreSQL's
+// unique-violation text that FerretDB v2 on DocumentDB answers for a
+// findAndModify upsert that collides (its insert and update paths answer
+// 11000). Both mean the same thing here: a live record holds the key.
+func isDuplicateKey(err error) bool {
+	if mongo.IsDuplicateKeyError(err) {
+		return true
+	}
+	var ce mongo.CommandError
+	return errors.As(err, &ce) && ce.Code == 1 &&
+		strings.Contains(ce.Message, "duplicate key value violates unique constraint")
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/prepkey/prepkey/backend"
@@ -93,7 +92,7 @@ func (s *Store) Secret(ctx context.Context) ([]byte, error) {
 	fresh := make([]byte, backend.SecretBytes)
 	_, _ = rand.Read(fresh) // crypto/rand.Read never fails (Go 1.24)
 	_, err := c.UpdateOne(ctx, id, bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: fieldValue, Value: binary(fresh)}}}}, upsert)
-	if err != nil && !mongo.IsDuplicateKeyError(err) { // a racing upsert inserted it
+	if err != nil && !isDuplicateKey(err) { // a racing upsert inserted it
 		return nil, wrap("secret", err)
 	}
 	raw, err := c.FindOne(ctx, id).Raw()

@@ -170,7 +170,7 @@ func (s *Store) wowPrepare(ctx context.Context, ns string, key, value []byte, ex
 	// Wow's own prepare: replace a record whose ttlAt has passed, else
 	// insert; a live record makes the insert collide on _id.
 	res, err := c.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, wowExpired(now)}, wowRecord(id, v, exp.TTLAt(now, backend.Forever)), replaceUpsert)
-	if mongo.IsDuplicateKeyError(err) {
+	if isDuplicateKey(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -372,7 +372,7 @@ func (st wowSteps) Reserve(ctx context.Context, ns string, key, value []byte, ex
 	switch {
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return nil, true, nil // inserted
-	case mongo.IsDuplicateKeyError(err):
+	case isDuplicateKey(err):
 		return nil, false, nil // a live record holds the key
 	case err != nil:
 		return nil, false, err

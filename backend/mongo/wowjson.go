@@ -44,16 +44,19 @@ func refuseBSON(format string, args ...any) error {
 	return &backend.Refusal{Text: errWowBSONPrefix + fmt.Sprintf(format, args...)}
 }
 
-var errNotJSON = &backend.Refusal{Text: errWowNotJSON}
+// errNotJSON is the refusal the Redis store's layout=wow answers too.
+var errNotJSON = backend.ErrValueNotJSON
 
 // jsonToBSON parses the JSON text src into the BSON value it stands for:
 // an object becomes an embedded document with its fields in the same
 // order, a string a string, a whole number (no fraction, no exponent) an
-// Int32 when it fits and else an Int64, any other number a Double, and
+// Int32 when it fits and else an Int64, any other number a Decimal128 of
+// exactly its digits and exponent (as Wow's Jackson, reading floats as
+// BigDecimal, and the Java driver's BigDecimal codec write it), and
 // arrays, booleans and null themselves. What BSON or MongoDB cannot hold
 // as given is refused (a *backend.Refusal), never changed: a field name
 // starting with '$', holding '.' or NUL, a repeated field name, an integer
-// beyond 64 bits, a number beyond a Double, an unpaired surrogate.
+// beyond 64 bits, a number beyond a Decimal128, an unpaired surrogate.
 func jsonToBSON(src []byte) (bson.RawValue, error) {
 	if !utf8.Valid(src) {
 		return bson.RawValue{}, errNotJSON
@@ -363,7 +366,16 @@ func (p *jsonParser) hex4() (rune, bool) {
 
 // number parses a JSON number: digits alone are an integer (Int32 when it
 // fits, else Int64; beyond 64 bits refused rather than rounded), anything
-// with a fraction or an exponent a Double (1.0 and 1e3 included).
+// with a fraction or an exponent (1.0 and 1e3 included) a Decimal128 with
+// the text's own coefficient and exponent: "9.99" is 999×10⁻², "1.0E7"
+// 10×10⁶, "-0.0" a negative zero. That is what Wow stores for a Kotlin
+// Double (Jackson writes it with Double.toString, reads it back as a
+// BigDecimal under USE_BIG_DECIMAL_FOR_FLOATS, and the driver encodes a
+// BigDecimal as Decimal128), and MongoDB compares a Decimal128 9.99 and a
+// Double 9.99 as different numbers, so a Double here would never match
+// Wow's record. A number Decimal128 cannot hold exactly (more than 34
+// significant digits, an exponent beyond ±6143) is refused, as the Java
+// driver refuses it.
 func (p *jsonParser) number(dst []byte, key string) ([]byte, error) {
 	start := p.i
 	if p.src[p.i] == '-' {
@@ -405,11 +417,12 @@ func (p *jsonParser) number(dst []byte, key string) ([]byte, error) {
 		}
 		return bsoncore.AppendInt64Element(dst, key, n), nil
 	}
-	f, err := strconv.ParseFloat(text, 64)
-	if err != nil || math.IsInf(f, 0) {
-		return nil, refuseBSON("number %s is beyond a 64-bit float", shortNumber(text))
+	d, err := bson.ParseDecimal128(text)
+	if err != nil {
+		return nil, refuseBSON("number %s has no exact Decimal128 form (at most 34 significant digits, exponent within ±6143)", shortNumber(text))
 	}
-	return bsoncore.AppendDoubleElement(dst, key, f), nil
+	high, low := d.GetBytes()
+	return bsoncore.AppendDecimal128Element(dst, key, high, low), nil
 }
 
 func (p *jsonParser) digits() bool {
@@ -435,9 +448,10 @@ func (u *unreadable) Error() string { return u.why }
 // bsonToJSON appends the compact JSON of a stored value, in Jackson's style:
 // no spaces, fields in stored order, strings escaped only where JSON
 // requires (\" \\ \b \f \n \r \t, other control characters as \u00XX),
-// non-ASCII as is, doubles as Java's Double.toString writes them. A value
-// holding anything JSON has no form for (an ObjectId, a date, binary, a
-// decimal, NaN, a string that is not UTF-8, …) is an *unreadable error,
+// non-ASCII as is, doubles as Java's Double.toString writes them,
+// decimals as appendWowDecimal does. A value holding anything JSON has no
+// form for (an ObjectId, a date, binary, a decimal NaN or infinity, a
+// double NaN, a string that is not UTF-8, …) is an *unreadable error,
 // unless extJSON is set: then that part is written as MongoDB's canonical
 // Extended JSON (PK.SCAN shows every record that way, so that a scan never
 // stops at one odd record).
@@ -507,6 +521,12 @@ func appendJSONValue(dst []byte, v bsoncore.Value, extJSON bool, path string) ([
 	case bsoncore.TypeDouble:
 		if f, ok := v.DoubleOK(); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
 			return appendJavaDouble(dst, f), nil
+		}
+	case bsoncore.TypeDecimal128:
+		if high, low, ok := v.Decimal128OK(); ok {
+			if out, ok := appendWowDecimal(dst, bson.NewDecimal128(high, low)); ok {
+				return out, nil
+			}
 		}
 	case bsoncore.TypeBoolean:
 		if b, ok := v.BooleanOK(); ok {
@@ -632,4 +652,59 @@ func appendJavaDouble(dst []byte, f float64) []byte {
 func mustParse(s string) float64 {
 	f, _ := strconv.ParseFloat(s, 64)
 	return f
+}
+
+// appendWowDecimal writes a stored Decimal128 as the JSON a Wow service
+// gives back for it: Wow reads the record's value into a Kotlin object, and
+// a Decimal128 there lands in a Double field (what a JSON fraction stands
+// for), which Jackson writes with Double.toString: Decimal128 9.99 is
+// "9.99", 1.0E+7 is "1.0E7", 5 is "5.0". Where the decimal holds more than
+// a double can (0.1000000000000000000001, 1E+400), the double's text would
+// be another number, so the decimal's own exact digits are written instead
+// (still JSON; what a BigDecimal field would hold): the sidecar never
+// changes a stored number silently. NaN and the infinities have no JSON.
+func appendWowDecimal(dst []byte, d bson.Decimal128) ([]byte, bool) {
+	if d.IsNaN() || d.IsInf() != 0 {
+		return nil, false
+	}
+	text := d.String()
+	if f, err := strconv.ParseFloat(text, 64); err == nil && !math.IsInf(f, 0) {
+		java := appendJavaDouble(nil, f)
+		if sameDecimal(string(java), text) {
+			return append(dst, java...), true
+		}
+	}
+	// The driver writes the decimal in the spec's form ("1.0E+7",
+	// "0.0001000", "-0"), which is valid JSON as it is.
+	return append(dst, text...), true
+}
+
+// sameDecimal reports whether two decimal texts (digits, an optional '.',
+// an optional exponent) stand for the same number; the sign of a zero
+// counts, so that -0.0 is not written back as 0.0.
+func sameDecimal(a, b string) bool {
+	an, ad, ae := normDecimal(a)
+	bn, bd, be := normDecimal(b)
+	return an == bn && ad == bd && (ad == "" || ae == be)
+}
+
+// normDecimal splits a decimal text into its sign, its significant digits
+// (no leading or trailing zeros; "" for zero) and the exponent of the last
+// of them.
+func normDecimal(s string) (neg bool, digits string, exp int) {
+	if neg = strings.HasPrefix(s, "-"); neg {
+		s = s[1:]
+	}
+	mant, expText, found := strings.Cut(strings.ToUpper(s), "E")
+	if found {
+		exp, _ = strconv.Atoi(expText)
+	}
+	if whole, frac, ok := strings.Cut(mant, "."); ok {
+		mant = whole + frac
+		exp -= len(frac)
+	}
+	mant = strings.TrimLeft(mant, "0")
+	trimmed := strings.TrimRight(mant, "0")
+	exp += len(mant) - len(trimmed)
+	return neg, trimmed, exp
 }

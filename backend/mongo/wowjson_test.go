@@ -3,6 +3,8 @@ package mongo
 import (
 	"encoding/json"
 	"math"
+	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -47,18 +49,36 @@ func TestJSONToBSON(t *testing.T) {
 		{`-9223372036854775808`, int64(math.MinInt64), ""},
 		{`9223372036854775807`, int64(math.MaxInt64), ""},
 		{`-0`, int32(0), `0`},
-		{`1.5`, 1.5, ""},
-		{`1.0`, 1.0, ""},
-		{`1e3`, 1000.0, `1000.0`},
-		{`1E+3`, 1000.0, `1000.0`},
-		{`0.001`, 0.001, ""},
-		{`0.0001`, 0.0001, `1.0E-4`},
-		{`1234567.0`, 1234567.0, ""},
-		{`12345678.0`, 12345678.0, `1.2345678E7`},
-		{`-1.25e-7`, -1.25e-7, `-1.25E-7`},
-		{`-0.0`, math.Copysign(0, -1), ""},
-		{`0.1`, 0.1, ""},
-		{`1e-400`, 0.0, `0.0`},
+		// A fraction or an exponent: a Decimal128 of the text's own
+		// coefficient and exponent (what Jackson's BigDecimal and the
+		// Java driver store for a Kotlin Double), read back as
+		// Double.toString writes the double Wow would read it into.
+		{`9.99`, decOf(false, 999, -2), ""},
+		{`1.0E7`, decOf(false, 10, 6), ""},
+		{`-0.0`, decOf(true, 0, -1), ""},
+		{`1.5`, decOf(false, 15, -1), ""},
+		{`1.0`, decOf(false, 10, -1), ""},
+		{`1e3`, decOf(false, 1, 3), `1000.0`},
+		{`1E+3`, decOf(false, 1, 3), `1000.0`},
+		{`0.001`, decOf(false, 1, -3), ""},
+		{`0.0001`, decOf(false, 1, -4), `1.0E-4`},
+		{`1.0E-4`, decOf(false, 10, -5), ""},
+		{`1234567.0`, decOf(false, 12345670, -1), ""},
+		{`12345678.0`, decOf(false, 123456780, -1), `1.2345678E7`},
+		{`-1.25e-7`, decOf(true, 125, -9), `-1.25E-7`},
+		{`0.1`, decOf(false, 1, -1), ""},
+		{`0.30000000000000004`, decOf(false, 30000000000000004, -17), ""},
+		{`4.9E-324`, decOf(false, 49, -325), ""},
+		{`1.7976931348623157E308`, decOf(false, 17976931348623157, 292), ""},
+		// More than a double holds: the decimal's exact digits come
+		// back, never a rounded double.
+		{`0.1000000000000000000001`, decOfBig(false, "1000000000000000000001", -22), ""},
+		{`123456789.123456789`, decOf(false, 123456789123456789, -9), ""},
+		{`1e-400`, decOf(false, 1, -400), `1E-400`},
+		{`1e400`, decOf(false, 1, 400), `1E+400`},
+		// 36 digits whose last two are zeros fit 34 exactly (the Java
+		// driver rounds them away too).
+		{`1.00000000000000000000000000000000000`, decOfBig(false, "1000000000000000000000000000000000", -33), `1.0`},
 		{`[]`, bson.A{}, ""},
 		{`{}`, bson.D{}, ""},
 		{`{"a":{"b":{"c":[1,{"d":"e"}]}}}`, bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: bson.D{{Key: "c", Value: bson.A{int32(1), bson.D{{Key: "d", Value: "e"}}}}}}}}}, ""},
@@ -130,7 +150,8 @@ func TestJSONRefused(t *testing.T) {
 		{`{"a":1,"a":2}`, `ERR value cannot be stored in MongoDB (layout=wow): duplicate field name "a"`},
 		{`9223372036854775808`, `ERR value cannot be stored in MongoDB (layout=wow): integer 9223372036854775808 is outside the 64-bit range`},
 		{`-9223372036854775809`, `ERR value cannot be stored in MongoDB (layout=wow): integer -9223372036854775809 is outside the 64-bit range`},
-		{`1e400`, `ERR value cannot be stored in MongoDB (layout=wow): number 1e400 is beyond a 64-bit float`},
+		{`1e6145`, `ERR value cannot be stored in MongoDB (layout=wow): number 1e6145 has no exact Decimal128 form (at most 34 significant digits, exponent within ±6143)`},
+		{`1.2345678901234567890123456789012345`, `ERR value cannot be stored in MongoDB (layout=wow): number 1.2345678901234567890123456789012345 has no exact Decimal128 form (at most 34 significant digits, exponent within ±6143)`},
 		{`"\ud800"`, `ERR value cannot be stored in MongoDB (layout=wow): a string holds an unpaired surrogate \ud800`},
 		{`"\udc00\ud800"`, `ERR value cannot be stored in MongoDB (layout=wow): a string holds an unpaired surrogate \udc00`},
 		{strings.Repeat("[", 65) + strings.Repeat("]", 65), "ERR value cannot be stored in MongoDB (layout=wow): nested deeper than 64 levels"},
@@ -164,10 +185,14 @@ func FuzzJSONToBSON(f *testing.F) {
 			out, err := toJSON(t, v, false)
 			require.NoError(t, err)
 			require.True(t, json.Valid([]byte(out)), "wrote %q for %q", out, s)
-			// The JSON written converts to the same BSON.
+			// The JSON written converts to BSON that is written the same
+			// way again (a fraction's BSON can change on the way, "1e3"
+			// is 1E+3 and "1000.0" is 10000E-1, its value cannot).
 			again, err := jsonToBSON([]byte(out))
 			require.NoError(t, err, "re-reading %q", out)
-			require.Equal(t, v, again, "round trip of %q through %q", s, out)
+			out2, err := toJSON(t, again, false)
+			require.NoError(t, err)
+			require.Equal(t, out, out2, "round trip of %q through %q", s, out)
 			return
 		}
 		r, ok := err.(*backend.Refusal)
@@ -193,6 +218,8 @@ func TestBSONToJSONUnreadable(t *testing.T) {
 		{bson.Binary{Data: []byte{1}}, "a BSON binary at value", `{"$binary":{"base64":"AQ==","subType":"00"}}`},
 		{math.NaN(), "a BSON double at value", `{"$numberDouble":"NaN"}`},
 		{math.Inf(1), "a BSON double at value", `{"$numberDouble":"Infinity"}`},
+		{bson.NewDecimal128(0x7c00000000000000, 0), "a BSON 128-bit decimal at value", `{"$numberDecimal":"NaN"}`},
+		{bson.NewDecimal128(0xf800000000000000, 0), "a BSON 128-bit decimal at value", `{"$numberDecimal":"-Infinity"}`},
 	} {
 		t.Run(tc.why, func(t *testing.T) {
 			v := rawOf(t, tc.value)
@@ -220,5 +247,55 @@ func TestJavaDouble(t *testing.T) {
 		{0.30000000000000004, "0.30000000000000004"}, {1e21, "1.0E21"}, {1234567.125, "1234567.125"},
 	} {
 		require.Equal(t, tc.want, string(appendJavaDouble(nil, tc.f)), "%v", tc.f)
+	}
+}
+
+// decOf builds a Decimal128 from its parts by the IEEE 754-2008 BID layout
+// (sign bit, 14-bit exponent biased by 6176, 113-bit coefficient), not with
+// the driver's parser, so that the tests pin the bytes independently of
+// the code under test.
+func decOf(neg bool, coeff uint64, exp int) bson.Decimal128 {
+	return decOfBig(neg, strconv.FormatUint(coeff, 10), exp)
+}
+
+func decOfBig(neg bool, coeff string, exp int) bson.Decimal128 {
+	c, ok := new(big.Int).SetString(coeff, 10)
+	if !ok || c.BitLen() > 113 {
+		panic("decOf: coefficient " + coeff)
+	}
+	low := c.Uint64()
+	high := new(big.Int).Rsh(c, 64).Uint64() | uint64(exp+6176)<<49
+	if neg {
+		high |= 1 << 63
+	}
+	return bson.NewDecimal128(high, low)
+}
+
+// TestDecimalToJSON: a Decimal128 stored by Wow (or anyone) reads back as
+// the JSON Wow gives for it, whatever its exponent.
+func TestDecimalToJSON(t *testing.T) {
+	for _, tc := range []struct {
+		d    bson.Decimal128
+		want string
+	}{
+		{decOf(false, 999, -2), "9.99"},
+		{decOf(false, 9990, -3), "9.99"}, // same number, another exponent
+		{decOf(false, 10, 6), "1.0E7"},
+		{decOf(false, 1, 7), "1.0E7"},
+		{decOf(false, 5, 0), "5.0"},
+		{decOf(false, 0, -1), "0.0"}, // what the Java driver stores for -0.0 (BigDecimal has no negative zero)
+		{decOf(true, 0, 0), "-0.0"},
+		{decOf(false, 0, 300), "0.0"},
+		{decOf(true, 25, -1), "-2.5"},
+		{decOf(false, 1, -22), "1.0E-22"},
+		{decOfBig(false, "1000000000000000000001", -22), "0.1000000000000000000001"},
+		{decOf(false, 1, 6111), "1E+6111"},
+		{decOfBig(false, "9999999999999999999999999999999999", -6176), "9.999999999999999999999999999999999E-6143"},
+	} {
+		v := rawOf(t, tc.d)
+		got, err := toJSON(t, v, false)
+		require.NoError(t, err, tc.d.String())
+		require.Equal(t, tc.want, got, tc.d.String())
+		require.True(t, json.Valid([]byte(got)), got)
 	}
 }

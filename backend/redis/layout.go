@@ -2,6 +2,7 @@ package redis
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -140,9 +141,21 @@ func (k wowKeys) scanType() string { return "hash" }
 // is the sidecar's, not a record Wow would read.
 func (k wowKeys) secretKey() string { return DefaultKeyPrefix + "wow-scan-secret" }
 
-// checkWowOp refuses an op whose namespace or keys are not valid UTF-8,
-// with the refusals the MongoDB store's layout=wow answers too.
+// checkWowOp refuses an op whose namespace or keys are not valid UTF-8, or
+// whose values (new values and IFEQ values) are not JSON, with the
+// refusals the MongoDB store's layout=wow answers too: Wow's getValue
+// parses the stored value as JSON and throws on anything else, and an IFEQ
+// value that is not JSON can never equal what Wow wrote.
 func checkWowOp(op *backend.Op) error {
+	return checkWow(op, true)
+}
+
+// checkWowKeys is checkWowOp without the JSON check (?values=any).
+func checkWowKeys(op *backend.Op) error {
+	return checkWow(op, false)
+}
+
+func checkWow(op *backend.Op, jsonValues bool) error {
 	check := func(ns string, keys ...[]byte) error {
 		if !utf8.ValidString(ns) {
 			return backend.ErrNamespaceNotUTF8
@@ -154,28 +167,77 @@ func checkWowOp(op *backend.Op) error {
 		}
 		return nil
 	}
-	if op.Kind == backend.OpMPrepare {
+	values := func(vs ...[]byte) error {
+		if !jsonValues {
+			return nil
+		}
+		for _, v := range vs {
+			// encoding/json lets invalid UTF-8 through inside strings;
+			// Jackson does not.
+			if !utf8.Valid(v) || !json.Valid(v) {
+				return backend.ErrValueNotJSON
+			}
+		}
+		return nil
+	}
+	cond := func(c backend.Cond) error {
+		if !c.Set {
+			return nil
+		}
+		return values(c.Value)
+	}
+	switch op.Kind {
+	case backend.OpMPrepare:
 		for _, e := range op.Entries {
 			if err := check(e.NS, e.Key); err != nil {
 				return err
 			}
 		}
+		for _, e := range op.Entries {
+			if err := values(e.Value); err != nil {
+				return err
+			}
+		}
 		return nil
-	}
-	if op.Kind == backend.OpMove {
-		return check(op.NS, op.Key, op.OldKey)
+	case backend.OpMove:
+		if err := check(op.NS, op.Key, op.OldKey); err != nil {
+			return err
+		}
+		return values(op.Value, op.OldValue)
+	case backend.OpPrepare:
+		if err := check(op.NS, op.Key); err != nil {
+			return err
+		}
+		return values(op.Value)
+	case backend.OpReprepare:
+		if err := check(op.NS, op.Key); err != nil {
+			return err
+		}
+		if err := values(op.Value); err != nil {
+			return err
+		}
+		return cond(op.Cond)
+	case backend.OpRollback:
+		if err := check(op.NS, op.Key); err != nil {
+			return err
+		}
+		return cond(op.Cond)
 	}
 	return check(op.NS, op.Key)
 }
 
 // ArgCheck implements commands.ArgRules: layout=wow refuses keys and
-// namespaces that are not valid UTF-8; the sidecar's own layout takes what
-// the contract allows (nil: no check at all).
+// namespaces that are not valid UTF-8 and values that are not JSON (unless
+// the URL says ?values=any); the sidecar's own layout takes what the
+// contract allows (nil: no check at all).
 func (s *Store) ArgCheck() func(op *backend.Op) error {
-	if s.layout == LayoutWow {
-		return checkWowOp
+	switch {
+	case s.layout != LayoutWow:
+		return nil
+	case s.target.anyValues:
+		return checkWowKeys
 	}
-	return nil
+	return checkWowOp
 }
 
 // unreadable starts the error that wow_block.lua answers to a read of a

@@ -63,6 +63,10 @@ type target struct {
 	waitTimeout time.Duration
 	// layout is how records are kept (?layout=prepkey|wow).
 	layout Layout
+	// anyValues (?values=any, layout=wow only) stores values that are not
+	// JSON, which a Wow service cannot read: for a keyspace that only
+	// sidecar clients use.
+	anyValues bool
 }
 
 // parseURL reads the backend URL. It is written by hand because net/url
@@ -211,6 +215,15 @@ func (t *target) setQuery(raw string) error {
 			if err := t.setTLS(k, q.Get(k)); err != nil {
 				return err
 			}
+		case k == "values":
+			switch q.Get(k) {
+			case "json":
+				t.anyValues = false
+			case "any":
+				t.anyValues = true
+			default:
+				return fmt.Errorf("values=%q: want json or any", q.Get(k))
+			}
 		case t.topology == Cluster && (k == "wait" || k == "wait-timeout"):
 			return fmt.Errorf("%s is not supported on redis+cluster:// (a batch's writes go to several masters; see docs/redis.md)", k)
 		default:
@@ -219,6 +232,9 @@ func (t *target) setQuery(raw string) error {
 	}
 	if t.waitTimeout != 0 && t.wait == 0 {
 		return fmt.Errorf("wait-timeout without wait")
+	}
+	if t.anyValues && t.layout != LayoutWow {
+		return fmt.Errorf("values=any applies only with layout=wow (the sidecar's own layout takes any bytes)")
 	}
 	return t.loadClientCert(q.Get("tls-cert-file"), q.Get("tls-key-file"))
 }

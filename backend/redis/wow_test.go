@@ -109,8 +109,31 @@ func TestWowArgCheck(t *testing.T) {
 		require.EqualError(t, check(&op), backend.ErrKeyNotUTF8.Text, "%+v", op)
 	}
 	require.EqualError(t, check(&backend.Op{Kind: backend.OpGet, NS: "\xff", Key: good}), backend.ErrNamespaceNotUTF8.Text)
-	require.NoError(t, check(&backend.Op{Kind: backend.OpPrepare, NS: "n", Key: good, Value: []byte("\xff")}),
-		"values are bytes in Redis: JSON is the client's to send")
+	// Values, new ones and IFEQ ones, must be JSON that Wow can read.
+	notJSON, js := []byte("v"), []byte(`{"a":"é"}`)
+	for _, op := range []backend.Op{
+		{Kind: backend.OpPrepare, NS: "n", Key: good, Value: notJSON},
+		{Kind: backend.OpPrepare, NS: "n", Key: good, Value: []byte("\"\xff\"")},
+		{Kind: backend.OpReprepare, NS: "n", Key: good, Value: notJSON},
+		{Kind: backend.OpReprepare, NS: "n", Key: good, Value: js, Cond: backend.IfEq(notJSON)},
+		{Kind: backend.OpRollback, NS: "n", Key: good, Cond: backend.IfEq(notJSON)},
+		{Kind: backend.OpMove, NS: "n", Key: good, OldKey: good, Value: notJSON, OldValue: js},
+		{Kind: backend.OpMove, NS: "n", Key: good, OldKey: good, Value: js, OldValue: notJSON},
+		{Kind: backend.OpMPrepare, Entries: []backend.Entry{{NS: "n", Key: good, Value: js}, {NS: "m", Key: good, Value: notJSON}}},
+	} {
+		require.EqualError(t, check(&op), backend.ErrValueNotJSON.Text, "%+v", op)
+	}
+	require.NoError(t, check(&backend.Op{Kind: backend.OpReprepare, NS: "n", Key: good, Value: js, Cond: backend.IfEq(js)}))
+	require.NoError(t, check(&backend.Op{Kind: backend.OpRollback, NS: "n", Key: good}))
+	// ?values=any: any bytes, keys still UTF-8.
+	anyv := openStore(t, wowURL(f.url())+"&values=any", Config{KeyPrefix: DefaultKeyPrefix})
+	check = anyv.ArgCheck()
+	require.NoError(t, check(&backend.Op{Kind: backend.OpPrepare, NS: "n", Key: good, Value: notJSON}))
+	require.EqualError(t, check(&backend.Op{Kind: backend.OpPrepare, NS: "n", Key: bad, Value: notJSON}), backend.ErrKeyNotUTF8.Text)
+	_, err := Open(context.Background(), f.url()+"?values=any", Config{})
+	require.ErrorContains(t, err, `?values=any": values=any applies only with layout=wow (the sidecar's own layout takes any bytes)`)
+	_, err = Open(context.Background(), wowURL(f.url())+"&values=some", Config{})
+	require.ErrorContains(t, err, `&values=some": values="some": want json or any`)
 }
 
 // wowRecord reads the hash at the record key of (ns, key) and its Redis
