@@ -67,12 +67,26 @@ func start(t testing.TB, args ...string) *sidecar {
 	return launch(t, exec.Command(sidecarBin, args...), "")
 }
 
+// harnessFreeEnv is the test's environment less the test harness's own
+// PK_TEST_* variables (scripts/test.sh exports the test servers' addresses):
+// a sidecar reads none of them, and it warns at start about every PK_*
+// variable that names no flag, as it should for a user's typo.
+func harnessFreeEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PK_TEST_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // launch starts cmd, a sidecar, and waits until it serves; its address is
 // addr, or else the one it logs.
 func launch(t testing.TB, cmd *exec.Cmd, addr string) *sidecar {
 	t.Helper()
 	s := &sidecar{cmd: cmd, done: make(chan struct{})}
-	s.cmd.Env = append(append(os.Environ(), "PK_LOG_FORMAT=text"), cmd.Env...)
+	s.cmd.Env = append(append(harnessFreeEnv(), "PK_LOG_FORMAT=text"), cmd.Env...)
 	stderr, err := s.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, s.cmd.Start())
