@@ -98,14 +98,35 @@ func run(ctx context.Context, o options) (int, error) {
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	defer r.Close(context.Background())
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	compiled, err := r.CompileModule(ctx, bin)
 	if err != nil || o.compileOnly {
 		return 2 * btoi(err != nil), err
 	}
+	// The socket module (make wasm-sock) imports the WasmEdge socket ABI:
+	// the host serves it and the listener from its own socket table
+	// (sock.go); the plain module gets wazero's WASI and listener.
+	var socks *sockets
+	args := o.args
+	if importsSockets(compiled) {
+		if socks, err = newSockets(ctx, r); err != nil {
+			return 1, err
+		}
+		defer socks.close()
+		if err := socks.instantiate(ctx, r); err != nil {
+			return 1, err
+		}
+		fd, err := socks.listen(o.listen)
+		if err != nil {
+			return 2, err
+		}
+		// A --listen of the caller's own, later, wins (flag parsing).
+		args = append([]string{"--listen", "fd:" + strconv.Itoa(int(fd))}, args...)
+	} else {
+		wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	}
 
 	mc := wazero.NewModuleConfig().
-		WithArgs(append([]string{"prepkey"}, o.args...)...).
+		WithArgs(append([]string{"prepkey"}, args...)...).
 		WithStdout(os.Stdout).WithStderr(os.Stderr).
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
 		WithRandSource(rand.Reader)
@@ -117,9 +138,11 @@ func run(ctx context.Context, o options) (int, error) {
 	if o.dir != "" {
 		mc = mc.WithFSConfig(wazero.NewFSConfig().WithDirMount(o.dir, "/data"))
 	}
-	// The socket is opened when the module is instantiated, and preopened
-	// after the directories.
-	ctx = sock.WithConfig(ctx, sock.NewConfig().WithTCPListener(host, port))
+	if socks == nil {
+		// The socket is opened when the module is instantiated, and
+		// preopened after the directories.
+		ctx = sock.WithConfig(ctx, sock.NewConfig().WithTCPListener(host, port))
+	}
 
 	_, err = r.InstantiateModule(ctx, compiled, mc)
 	var exit *sys.ExitError
@@ -133,6 +156,17 @@ func run(ctx context.Context, o options) (int, error) {
 	default:
 		return 1, err
 	}
+}
+
+// importsSockets reports whether the module imports sock_open, the WasmEdge
+// socket ABI's.
+func importsSockets(m wazero.CompiledModule) bool {
+	for _, f := range m.ImportedFunctions() {
+		if mod, name, ok := f.Import(); ok && mod == wasi_snapshot_preview1.ModuleName && name == "sock_open" {
+			return true
+		}
+	}
+	return false
 }
 
 func btoi(b bool) int {
