@@ -107,7 +107,7 @@ func TestWasm(t *testing.T) {
 			want string
 		}{
 			{[]string{"--backend", "file:/data"}, "sidecar: --backend file:/data: the file: backend is not in the WebAssembly build: its store (pebble) does not build for wasip1; use memory: (docs/wasm.md)\n"},
-			{[]string{"--backend", "redis://127.0.0.1:6379"}, "sidecar: --backend: the redis backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)\n"},
+			{[]string{"--backend", "redis://127.0.0.1:6379"}, "sidecar: --backend: the redis backend is not in this WebAssembly build: WASI preview 1 cannot open connections; build the socket-capable module (make wasm-sock, -tags wasmsock) and run it under a host with the WasmEdge socket ABI (tools/wasmhost, WasmEdge), or use memory: (docs/wasm.md)\n"},
 			{[]string{"--backend", "mongodb://127.0.0.1"}, "sidecar: --backend: the mongodb backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)\n"},
 			{[]string{"--backend", "memory:", "--listen", "127.0.0.1:6380"}, "sidecar: --listen 127.0.0.1:6380: " + noSockets},
 			{[]string{"--backend", "memory:", "--admin-listen", "127.0.0.1:9090"}, "sidecar: --admin-listen 127.0.0.1:9090: " + noSockets},
