@@ -1,5 +1,5 @@
 # prepkey: the usual entry points. `make test` is what CI runs.
-.PHONY: build run test test-short test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run
+.PHONY: build run test test-short test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run wasm-sock
 
 # The binary as the image builds it (Dockerfile; scripts/build-sidecar.sh,
 # which every measuring script uses):
@@ -27,6 +27,11 @@ ARGS ?= --backend memory:
 wasm-run: wasm
 	go build -C tools/wasmhost -o ../../bin/wasmhost .
 	bin/wasmhost -wasm prepkey.wasm -listen $(LISTEN) -- $(ARGS)
+
+# The socket-capable module (docs/wasm.md): it also dials redis:// through
+# the WasmEdge socket ABI, which tools/wasmhost and WasmEdge provide.
+wasm-sock:
+	GOOS=wasip1 GOARCH=wasm go build -tags wasmsock -o prepkey-sock.wasm ./cmd/sidecar
 
 # Installs what the tests need when it is missing (scripts/deps.sh), starts
 # the Redis and FerretDB servers they need and runs every Go test; then the
@@ -86,4 +91,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin prepkey.wasm
+	rm -rf bin prepkey.wasm prepkey-sock.wasm

@@ -85,7 +85,7 @@ func run(ctx context.Context, o options) (int, error) {
 		return 2, fmt.Errorf("-listen %q: bad port", o.listen)
 	}
 
-	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	rc := wazero.NewRuntimeConfig()
 	if o.cache != "" {
 		// Compiling the module to machine code takes seconds; the cache
 		// makes later starts take milliseconds.
@@ -95,6 +95,18 @@ func run(ctx context.Context, o options) (int, error) {
 		}
 		defer cache.Close(ctx)
 		rc = rc.WithCompilationCache(cache)
+	}
+	// The socket module is stopped from its poll_oneoff (sock.go), so it
+	// runs without WithCloseOnContextDone, whose exit checks in every loop
+	// and call were about a third of the module's time (issue 34). The
+	// plain module, whose wazero poll_oneoff sleeps whole timeouts, needs
+	// them to stop on a signal.
+	withSockets, err := importsSocketABI(bin)
+	if err != nil {
+		return 2, fmt.Errorf("%s: %w", o.wasm, err)
+	}
+	if !withSockets {
+		rc = rc.WithCloseOnContextDone(true)
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	defer r.Close(context.Background())
@@ -107,7 +119,7 @@ func run(ctx context.Context, o options) (int, error) {
 	// (sock.go); the plain module gets wazero's WASI and listener.
 	var socks *sockets
 	args := o.args
-	if importsSockets(compiled) {
+	if withSockets {
 		if socks, err = newSockets(ctx, r); err != nil {
 			return 1, err
 		}
@@ -156,17 +168,6 @@ func run(ctx context.Context, o options) (int, error) {
 	default:
 		return 1, err
 	}
-}
-
-// importsSockets reports whether the module imports sock_open, the WasmEdge
-// socket ABI's.
-func importsSockets(m wazero.CompiledModule) bool {
-	for _, f := range m.ImportedFunctions() {
-		if mod, name, ok := f.Import(); ok && mod == wasi_snapshot_preview1.ModuleName && name == "sock_open" {
-			return true
-		}
-	}
-	return false
 }
 
 func btoi(b bool) int {
