@@ -181,3 +181,24 @@ func TestWasmRedis(t *testing.T) {
 		require.Equal(t, int64(1), n)
 	})
 }
+
+// TestWasmSock runs TestWasm's end-to-end tests on the socket module
+// (make wasm-sock) under the host, whose own fd_read, fd_write, fd_close,
+// sock_accept, sock_shutdown and poll_oneoff then serve every client
+// socket: on memory:, and on the shared Redis (PREPKEY_REDIS_URL, which
+// scripts/test.sh sets) where a test runs on every backend.
+func TestWasmSock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the WebAssembly module and its host")
+	}
+	w := buildWasmSock(t)
+	w.redisURL = os.Getenv("PREPKEY_REDIS_URL")
+	if w.redisURL == "" && os.Getenv("CI") == "true" {
+		t.Fatal("CI=true but PREPKEY_REDIS_URL is unset: scripts/test.sh starts that server")
+	}
+	wasm = w
+	defer func() { wasm = nil }()
+	for _, tc := range wasmSuite() {
+		t.Run(tc.name, tc.test)
+	}
+}
