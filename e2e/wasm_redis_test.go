@@ -202,3 +202,20 @@ func TestWasmSock(t *testing.T) {
 		t.Run(tc.name, tc.test)
 	}
 }
+
+// TestWasmSockLinearizable runs the linearizability check on a Redis of
+// its own, with its faults (SCRIPT FLUSH, CLIENT KILL, SIGSTOP past the
+// backend timeout, kill -9 and restart), against the socket module.
+func TestWasmSockLinearizable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the WebAssembly module and its host")
+	}
+	requireRedisServer(t)
+	w := buildWasmSock(t)
+	wasm = w
+	defer func() { wasm = nil }()
+	// The group returns once its parallel test is done: wasm is still set.
+	t.Run("group", func(t *testing.T) {
+		t.Run("Redis", TestLinearizableRedis)
+	})
+}
