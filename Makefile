@@ -1,5 +1,5 @@
 # prepkey: the usual entry points. `make test` is what CI runs.
-.PHONY: build run test test-short test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run release-check release-snapshot
+.PHONY: build run test test-short test-clients deps test-long test-race bench fuzz vet fmt clean wasm wasm-run wasm-sock release-check release-snapshot
 
 # The binary as the image builds it (Dockerfile; scripts/build-sidecar.sh,
 # which every measuring script uses):
@@ -28,10 +28,16 @@ wasm-run: wasm
 	go build -C tools/wasmhost -o ../../bin/wasmhost .
 	bin/wasmhost -wasm prepkey.wasm -listen $(LISTEN) -- $(ARGS)
 
+# The socket-capable module (docs/wasm.md): it also dials redis:// through
+# the WasmEdge socket ABI, which tools/wasmhost and WasmEdge provide.
+wasm-sock:
+	GOOS=wasip1 GOARCH=wasm go build -tags wasmsock -o prepkey-sock.wasm ./cmd/sidecar
+
 # Installs what the tests need when it is missing (scripts/deps.sh), starts
 # the Redis and FerretDB servers they need and runs every Go test; then the
 # checks of the Kubernetes manifests, the Dockerfile and docker-compose.yml
-# (a module of their own: k8s.io/api is heavy); then the release pipeline's
+# (a module of their own: k8s.io/api is heavy) and the wasm host's own
+# tests (tools/wasmhost); then the release pipeline's
 # check (release-check below); then the client suite in other languages
 # (clients/).
 # TestDockerfile builds the binary as the image does (static, -trimpath: a
@@ -40,6 +46,7 @@ wasm-run: wasm
 test: deps
 	scripts/test.sh
 	cd tools/k8svalidate && go vet ./... && go test -count=1 -timeout 30m ./...
+	cd tools/wasmhost && go vet ./... && go test -count=1 ./...
 	scripts/release-check.sh
 	clients/run.sh
 
@@ -99,4 +106,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin dist prepkey.wasm
+	rm -rf bin dist prepkey.wasm prepkey-sock.wasm

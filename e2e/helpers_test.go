@@ -214,7 +214,14 @@ func backends(t testing.TB) []backendCase {
 		{"memory", func(testing.TB) []string { return []string{"--backend", "memory:"} }},
 	}
 	if wasm != nil {
-		return list // the only backend in the WebAssembly build
+		// memory: is the plain module's only backend; the socket module
+		// reaches a Redis too (TestWasmSock).
+		if u := wasm.redisURL; u != "" {
+			list = append(list, backendCase{"redis", func(testing.TB) []string {
+				return []string{"--backend", u, "--redis-key-prefix", fmt.Sprintf("pk-e2e-%d:", time.Now().UnixNano())}
+			}})
+		}
+		return list
 	}
 	if testing.Short() {
 		// The fast tier runs the binary's cases on memory: only; the

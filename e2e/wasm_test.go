@@ -18,6 +18,9 @@ var wasm *wasmRun
 
 type wasmRun struct {
 	host, module, cache string
+	// redisURL, when set, adds a Redis backend to the tests' backends
+	// (TestWasmSock: the socket module reaches it through the host).
+	redisURL string
 }
 
 // start runs the module with args under the host, which listens on a free
@@ -71,30 +74,7 @@ func TestWasm(t *testing.T) {
 
 	wasm = w
 	defer func() { wasm = nil }()
-	for _, tc := range []struct {
-		name string
-		test func(*testing.T)
-	}{
-		{"Commands", TestCommands},
-		{"TTL", TestTTL},
-		{"BinarySafe", TestBinarySafe},
-		{"Limits", TestLimits},
-		{"WireBytes", TestWireBytes},
-		{"Info", TestInfo},
-		{"Auth", TestAuth},
-		{"HostileInput", TestHostileInput},
-		{"Pipeline", TestPipeline},
-		{"Race", TestRace},
-		{"RedisCLI", TestRedisCLI},
-		{"Transactions", TestTransactions},
-		{"TransactionsRaw", TestTransactionsRaw},
-		{"TransactionsIsolated", TestTransactionsIsolated},
-		{"IntegerArguments", TestIntegerArguments},
-		{"CrossProtocol", TestCrossProtocol},
-		{"CommandsBeforeFramingError", TestCommandsBeforeFramingError},
-		{"AuthLiftsFramingLimits", TestAuthLiftsFramingLimits},
-		{"IdleTimeout", TestIdleTimeout},
-	} {
+	for _, tc := range wasmSuite() {
 		t.Run(tc.name, tc.test)
 	}
 	t.Run("Refused", func(t *testing.T) {
@@ -107,7 +87,7 @@ func TestWasm(t *testing.T) {
 			want string
 		}{
 			{[]string{"--backend", "file:/data"}, "sidecar: --backend file:/data: the file: backend is not in the WebAssembly build: its store (pebble) does not build for wasip1; use memory: (docs/wasm.md)\n"},
-			{[]string{"--backend", "redis://127.0.0.1:6379"}, "sidecar: --backend: the redis backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)\n"},
+			{[]string{"--backend", "redis://127.0.0.1:6379"}, "sidecar: --backend: the redis backend is not in this WebAssembly build: WASI preview 1 cannot open connections; build the socket-capable module (make wasm-sock, -tags wasmsock) and run it under a host with the WasmEdge socket ABI (tools/wasmhost, WasmEdge), or use memory: (docs/wasm.md)\n"},
 			{[]string{"--backend", "mongodb://127.0.0.1"}, "sidecar: --backend: the mongodb backend is not in the WebAssembly build: WASI preview 1 cannot open connections; use memory: (docs/wasm.md)\n"},
 			{[]string{"--backend", "memory:", "--listen", "127.0.0.1:6380"}, "sidecar: --listen 127.0.0.1:6380: " + noSockets},
 			{[]string{"--backend", "memory:", "--admin-listen", "127.0.0.1:9090"}, "sidecar: --admin-listen 127.0.0.1:9090: " + noSockets},
@@ -184,4 +164,36 @@ func TestListenFD(t *testing.T) {
 		refused(t, "fd:auto: no socket was passed (LISTEN_FDS and LISTEN_PID unset or for another process)", []string{"LISTEN_FDS=1", "LISTEN_PID=1"}, nil, "fd:auto")
 		refused(t, "want fd:N with N a descriptor number, or fd:auto", nil, nil, "fd:x")
 	})
+}
+
+// wasmSuite is the end-to-end tests that apply to the WebAssembly build
+// (TestWasm says which do not, and why).
+func wasmSuite() []struct {
+	name string
+	test func(*testing.T)
+} {
+	return []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"Commands", TestCommands},
+		{"TTL", TestTTL},
+		{"BinarySafe", TestBinarySafe},
+		{"Limits", TestLimits},
+		{"WireBytes", TestWireBytes},
+		{"Info", TestInfo},
+		{"Auth", TestAuth},
+		{"HostileInput", TestHostileInput},
+		{"Pipeline", TestPipeline},
+		{"Race", TestRace},
+		{"RedisCLI", TestRedisCLI},
+		{"Transactions", TestTransactions},
+		{"TransactionsRaw", TestTransactionsRaw},
+		{"TransactionsIsolated", TestTransactionsIsolated},
+		{"IntegerArguments", TestIntegerArguments},
+		{"CrossProtocol", TestCrossProtocol},
+		{"CommandsBeforeFramingError", TestCommandsBeforeFramingError},
+		{"AuthLiftsFramingLimits", TestAuthLiftsFramingLimits},
+		{"IdleTimeout", TestIdleTimeout},
+	}
 }

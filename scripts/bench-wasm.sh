@@ -9,6 +9,7 @@
 #
 # Usage: scripts/bench-wasm.sh        (N=100000 CLIENTS=50 ROUNDS=5 PIPELINES="1 16")
 #        BEFORE=/tmp/sidecar-old scripts/bench-wasm.sh
+#        WASMTAGS=wasmsock scripts/bench-wasm.sh   (the socket module, make wasm-sock)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 
 scripts/build-sidecar.sh "$work/sidecar" # the native binary as the image builds it
-GOOS=wasip1 GOARCH=wasm go build -o "$work/prepkey.wasm" ./cmd/sidecar
+GOOS=wasip1 GOARCH=wasm go build ${WASMTAGS:+-tags "$WASMTAGS"} -o "$work/prepkey.wasm" ./cmd/sidecar
 go build -C tools/wasmhost -o "$work/wasmhost" .
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

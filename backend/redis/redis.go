@@ -19,9 +19,11 @@ package redis
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +52,11 @@ type Config struct {
 	// zero means DefaultTimeout. A composed key change on a Cluster may take
 	// up to twice as long (its compensation has its own budget).
 	Timeout time.Duration
+	// Dial, when set, opens every connection to Redis instead of
+	// net.Dialer: the WebAssembly build dials through its host's socket
+	// ABI (internal/wasisock), having no connect of its own. TLS is
+	// layered on top of what it returns.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 
 	// wowHead, in tests only, replaces WowKeyHead with layout=wow, so that
 	// concurrent tests on one server keep apart.
@@ -63,6 +70,8 @@ type Store struct {
 	layout  Layout
 	keys    keyCodec
 	timeout time.Duration
+	// dialFn is Config.Dial (nil: net.Dialer).
+	dialFn func(ctx context.Context, addr string) (net.Conn, error)
 	// waitTimeout bounds the WAIT after a batch's writes (?wait=N).
 	waitTimeout time.Duration
 	deadlines   deadlines
@@ -107,6 +116,16 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	opt := clientOption(t, cfg.Timeout)
+	if dial := cfg.Dial; dial != nil {
+		opt.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, tc *tls.Config) (net.Conn, error) {
+			c, err := dial(ctx, addr)
+			if err != nil || tc == nil {
+				return c, err
+			}
+			return tls.Client(c, tc), nil
+		}
+	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
 	}
@@ -125,7 +144,8 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		target:      t,
-		opt:         clientOption(t, cfg.Timeout),
+		opt:         opt,
+		dialFn:      cfg.Dial,
 		layout:      t.layout,
 		keys:        keys,
 		timeout:     cfg.Timeout,

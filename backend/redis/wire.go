@@ -39,8 +39,12 @@ func (s *Store) Wire() *Wire {
 // requests find them.
 func (w *Wire) Dial(ctx context.Context) (net.Conn, error) {
 	t := w.s.target
-	d := net.Dialer{Timeout: w.s.timeout}
-	nc, err := d.DialContext(ctx, "tcp", t.addrs[0])
+	dial := w.s.dialFn
+	if dial == nil {
+		d := net.Dialer{Timeout: w.s.timeout}
+		dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+	nc, err := dial(ctx, t.addrs[0])
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", t.describe(), err)
 	}

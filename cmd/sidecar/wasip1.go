@@ -4,7 +4,8 @@ package main
 
 // The WebAssembly build (GOOS=wasip1, docs/wasm.md). WASI preview 1 gives a
 // module no way to open a socket or connect: it serves on a socket its host
-// preopened, and only on the memory: store.
+// preopened, on the memory: store; built with -tags wasmsock it also reaches
+// a Redis through its host's socket ABI (redis_wasmsock.go).
 
 import (
 	"context"
@@ -32,10 +33,6 @@ func noConnect(kind string) error {
 }
 
 func openFile(string, backend.Options, int64, int64) (opened, error) { return opened{}, errNoFile }
-
-func openRedis(context.Context, config, backend.Options, *slog.Logger) (opened, error) {
-	return opened{}, noConnect("redis")
-}
 
 func openMongo(context.Context, config, backend.Options, *slog.Logger) (opened, error) {
 	return opened{}, noConnect("mongodb")

@@ -85,7 +85,7 @@ func run(ctx context.Context, o options) (int, error) {
 		return 2, fmt.Errorf("-listen %q: bad port", o.listen)
 	}
 
-	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	rc := wazero.NewRuntimeConfig()
 	if o.cache != "" {
 		// Compiling the module to machine code takes seconds; the cache
 		// makes later starts take milliseconds.
@@ -96,16 +96,49 @@ func run(ctx context.Context, o options) (int, error) {
 		defer cache.Close(ctx)
 		rc = rc.WithCompilationCache(cache)
 	}
+	// The socket module is stopped from its poll_oneoff (sock.go), so it
+	// runs without WithCloseOnContextDone, whose exit checks in every loop
+	// and call were about a third of the module's time (issue 34). The
+	// plain module, whose wazero poll_oneoff sleeps whole timeouts, needs
+	// them to stop on a signal.
+	withSockets, err := importsSocketABI(bin)
+	if err != nil {
+		return 2, fmt.Errorf("%s: %w", o.wasm, err)
+	}
+	if !withSockets {
+		rc = rc.WithCloseOnContextDone(true)
+	}
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	defer r.Close(context.Background())
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	compiled, err := r.CompileModule(ctx, bin)
 	if err != nil || o.compileOnly {
 		return 2 * btoi(err != nil), err
 	}
+	// The socket module (make wasm-sock) imports the WasmEdge socket ABI:
+	// the host serves it and the listener from its own socket table
+	// (sock.go); the plain module gets wazero's WASI and listener.
+	var socks *sockets
+	args := o.args
+	if withSockets {
+		if socks, err = newSockets(ctx, r); err != nil {
+			return 1, err
+		}
+		defer socks.close()
+		if err := socks.instantiate(ctx, r); err != nil {
+			return 1, err
+		}
+		fd, err := socks.listen(o.listen)
+		if err != nil {
+			return 2, err
+		}
+		// A --listen of the caller's own, later, wins (flag parsing).
+		args = append([]string{"--listen", "fd:" + strconv.Itoa(int(fd))}, args...)
+	} else {
+		wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	}
 
 	mc := wazero.NewModuleConfig().
-		WithArgs(append([]string{"prepkey"}, o.args...)...).
+		WithArgs(append([]string{"prepkey"}, args...)...).
 		WithStdout(os.Stdout).WithStderr(os.Stderr).
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
 		WithRandSource(rand.Reader)
@@ -117,9 +150,11 @@ func run(ctx context.Context, o options) (int, error) {
 	if o.dir != "" {
 		mc = mc.WithFSConfig(wazero.NewFSConfig().WithDirMount(o.dir, "/data"))
 	}
-	// The socket is opened when the module is instantiated, and preopened
-	// after the directories.
-	ctx = sock.WithConfig(ctx, sock.NewConfig().WithTCPListener(host, port))
+	if socks == nil {
+		// The socket is opened when the module is instantiated, and
+		// preopened after the directories.
+		ctx = sock.WithConfig(ctx, sock.NewConfig().WithTCPListener(host, port))
+	}
 
 	_, err = r.InstantiateModule(ctx, compiled, mc)
 	var exit *sys.ExitError
