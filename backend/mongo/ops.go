@@ -158,7 +158,13 @@ func (s *Store) opReprepare(ctx context.Context, ns string, key, value []byte, i
 	}
 	filter = append(filter, live(now))
 
-	update := bson.D{{Key: "$set", Value: bson.D{{Key: fieldValue, Value: binary(value)}}}}
+	// KEEPTTL changes the value alone, and drops moveId with it: the record
+	// is this client's now, and a composed command that wrote it must not
+	// undo it (undoMove deletes by moveId).
+	update := bson.D{
+		{Key: "$set", Value: bson.D{{Key: fieldValue, Value: binary(value)}}},
+		{Key: "$unset", Value: bson.D{{Key: fieldMoveID, Value: ""}}},
+	}
 	if exp.Kind != backend.KeepTTL {
 		update = s.record(value, exp.TTLAt(now, backend.Forever), nil)
 	}
