@@ -613,9 +613,11 @@ func TestWowMongoBadLayout(t *testing.T) {
 // alternately a sidecar and a Wow client). On FerretDB v2 the sidecar's
 // commands are atomic, but Wow's own deleteOne can miss a record that an
 // update races (DocumentDB: backend/mongo's
-// TestEngineDeleteOneRacingUpdates), so there the odd keys are changed
-// only by the Wow client of their number and the even keys by the sidecar
-// clients. Everyone prepares and reads every key.
+// TestEngineDeleteOneRacingUpdates), so there Wow's rollbacks go only to
+// a key that no one else changes: an odd key is changed (rolled back,
+// reprepared) by the Wow client of its number only; the even keys by the
+// sidecar clients, and reprepared by the Wow clients too. Everyone
+// prepares and reads every key.
 func TestWowMongoLinearizable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records and checks concurrent histories (make test runs them)")
@@ -646,14 +648,27 @@ func TestWowMongoLinearizable(t *testing.T) {
 				r := rng.IntN(100)
 				switch {
 				case r < 60: // PREPARE or GETVALUE: any client, any key
-				case ferret && key%clients != cl, docdb && !sidecarSide && key != cl:
-					if cl >= len(keys) {
-						r = rng.IntN(60)
-					} else {
-						key = cl
+				case ferret:
+					if key%clients != cl {
+						if cl >= len(keys) {
+							r = rng.IntN(60)
+						} else {
+							key = cl
+						}
 					}
-				case docdb && sidecarSide && key%2 == 1:
-					key-- // a sidecar client changes the even keys
+				case docdb:
+					if key%2 == 1 && key != cl {
+						key-- // an odd key is changed by its Wow client only
+					}
+					if !sidecarSide && r < 80 && key != cl {
+						// Wow's rollback, on a key others change: to its own
+						// key, or a reprepare instead
+						if cl < len(keys) {
+							key = cl
+						} else {
+							r = 80 + rng.IntN(20)
+						}
+					}
 				}
 				value := fmt.Sprintf(`"v%d"`, values.Add(1))
 				cond := func() string {
