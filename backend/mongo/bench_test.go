@@ -64,8 +64,9 @@ func openBench(b *testing.B) *Store {
 
 // BenchmarkDelete compares, on the test's server, the deletes a ROLLBACK
 // can be made of (see deleteOne in ops.go): the driver's deleteOne and
-// deleteMany of a record by _id, and the store's ROLLBACK that deletes
-// (deleteOne alone) and that finds nothing (deleteOne, then deleteMany).
+// deleteMany of a record by _id, and deleteOne of an absent one; the
+// store's ROLLBACK that deletes (deleteOne alone) and that finds nothing
+// (deleteOne, then deleteMany).
 func BenchmarkDelete(b *testing.B) {
 	s := openBench(b)
 	ctx := b.Context()
@@ -105,6 +106,13 @@ func BenchmarkDelete(b *testing.B) {
 		each(b, func(n int) (bool, error) {
 			return calls.Rollback(ctx, "bench", []byte(strconv.Itoa(n)), backend.Cond{})
 		})
+	})
+	b.Run("driver-deleteOne-absent", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := c.DeleteOne(ctx, filter(-1)); err != nil || res.DeletedCount != 0 {
+				b.Fatalf("deleteOne: %v %v", res, err)
+			}
+		}
 	})
 	b.Run("rollback-absent", func(b *testing.B) {
 		for b.Loop() {
