@@ -199,7 +199,7 @@ func TestLinearizableRedisCluster(t *testing.T) {
 // while every client PREPAREs (an insert by _id, atomic there) and reads
 // every key. FerretDB v2 and MongoDB get the full mix (on v2, a deleteOne
 // racing an update can miss the document: the store's deletes fall back to
-// deleteMany, see backend/mongo's deleteOne).
+// deleteMany, see backend/mongo's deleteByID).
 func TestLinearizableMongo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records and checks concurrent histories (make test runs them)")

@@ -63,7 +63,7 @@ func openBench(b *testing.B) *Store {
 }
 
 // BenchmarkDelete compares, on the test's server, the deletes a ROLLBACK
-// can be made of (see deleteOne in ops.go): the driver's deleteOne and
+// can be made of (see deleteByID in ops.go): the driver's deleteOne and
 // deleteMany of a record by _id, and deleteOne of an absent one; the
 // store's ROLLBACK that deletes (deleteOne alone) and that finds nothing
 // (deleteOne, then deleteMany).

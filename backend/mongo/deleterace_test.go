@@ -13,7 +13,7 @@ import (
 )
 
 // The engine's deletes against concurrent updates of the same document:
-// see deleteOne (ops.go) and docs/mongo.md, "deleteOne on DocumentDB".
+// see deleteByID (ops.go) and docs/mongo.md, "deleteOne on DocumentDB".
 
 // engineOf names the store's server: "ferretdb1" (FerretDB v1 on SQLite),
 // "ferretdb2" (FerretDB v2 on PostgreSQL with DocumentDB), or "mongodb".
@@ -102,7 +102,7 @@ func deleteCount(del func(filter any) (*mongo.DeleteResult, error)) func(id int)
 // driver alone. deleteMany by _id never misses a document that matches
 // throughout, on any engine. deleteOne does not miss on MongoDB, and does
 // on DocumentDB (FerretDB v2): when that stops, an engine upgrade fixed
-// it, and deleteOne's fallback and docs/mongo.md are to be revisited.
+// it, and deleteByID's fallback and docs/mongo.md are to be revisited.
 func TestEngineDeleteOneRacingUpdates(t *testing.T) {
 	s := openTest(t, serverURL(t), Config{SweepInterval: -1})
 	engine := skipOnFerretDB1(t, s)
@@ -116,7 +116,7 @@ func TestEngineDeleteOneRacingUpdates(t *testing.T) {
 	misses, ran = raceDeletes(t, c, 500, engine == "ferretdb2", deleteCount(func(f any) (*mongo.DeleteResult, error) { return c.DeleteOne(ctx, f) }))
 	if engine == "ferretdb2" {
 		require.NotZero(t, misses, "deleteOne on DocumentDB no longer misses a document an update races (%d rounds): "+
-			"fixed upstream? Then deleteOne's deleteMany fallback (ops.go) and docs/mongo.md are to be revisited", ran)
+			"fixed upstream? Then deleteByID's deleteMany fallback (ops.go) and docs/mongo.md are to be revisited", ran)
 		t.Logf("DocumentDB: deleteOne deleted nothing in round %d (a document that matched throughout)", ran)
 		return
 	}

@@ -110,12 +110,13 @@ func (s *Store) rollback(ctx context.Context, c *mongo.Collection, key []byte, i
 		filter = append(filter, bson.E{Key: fieldValue, Value: binary(ifeq.Value)})
 	}
 	filter = append(filter, retained(now))
-	return deleteOne(ctx, c, filter)
+	return deleteByID(ctx, c, filter)
 }
 
-// deleteOne deletes the one document that filter (which names an _id)
-// matches, and reports whether it did. When deleteOne deletes nothing, the
-// same filter goes once more as a deleteMany, whose answer is the one
+// deleteByID deletes the one document that filter (which names an _id)
+// matches, and reports whether it did: a deleteOne, and when that deletes
+// nothing, the
+// same filter once more as a deleteMany, whose answer is the one
 // given: on DocumentDB (FerretDB v2) a deleteOne racing an update of the
 // same document can delete nothing although the document matched before
 // and after (its DELETE … USING (SELECT ctid … FOR UPDATE) locks the
@@ -128,7 +129,7 @@ func (s *Store) rollback(ctx context.Context, c *mongo.Collection, key []byte, i
 // deleteOne is kept first because only it is a retryable write on
 // MongoDB, and on MongoDB (where it never misses) the second round trip
 // comes only with an answer of 0.
-func deleteOne(ctx context.Context, c *mongo.Collection, filter bson.D) (bool, error) {
+func deleteByID(ctx context.Context, c *mongo.Collection, filter bson.D) (bool, error) {
 	res, err := c.DeleteOne(ctx, filter)
 	if err != nil {
 		return false, err
@@ -273,7 +274,7 @@ func (s *Store) undoMove(ctx context.Context, c *mongo.Collection, newKey []byte
 	if prev != nil {
 		_, err = c.ReplaceOne(ctx, filter, prev)
 	} else {
-		_, err = deleteOne(ctx, c, filter)
+		_, err = deleteByID(ctx, c, filter)
 	}
 	if err != nil {
 		return fmt.Errorf("undo the reservation of new key: %w", err)
