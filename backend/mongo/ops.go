@@ -115,20 +115,19 @@ func (s *Store) rollback(ctx context.Context, c *mongo.Collection, key []byte, i
 
 // deleteByID deletes the one document that filter (which names an _id)
 // matches, and reports whether it did: a deleteOne, and when that deletes
-// nothing, the
-// same filter once more as a deleteMany, whose answer is the one
-// given: on DocumentDB (FerretDB v2) a deleteOne racing an update of the
-// same document can delete nothing although the document matched before
-// and after (its DELETE … USING (SELECT ctid … FOR UPDATE) locks the
-// update's new row version, then looks for it under the statement's older
-// snapshot: docs/mongo.md, "deleteOne on DocumentDB"), while deleteMany is
-// a plain DELETE … WHERE that PostgreSQL re-checks on the newest version.
-// With an _id in the filter both delete at most one document, and a
-// deleteOne that deleted nothing had no effect, so the pair is one atomic
-// delete: answered by deleteOne when it deletes, by deleteMany otherwise.
-// deleteOne is kept first because only it is a retryable write on
-// MongoDB, and on MongoDB (where it never misses) the second round trip
-// comes only with an answer of 0.
+// nothing, the same filter once more as a deleteMany, whose answer is the
+// one given. On DocumentDB (FerretDB v2) a deleteOne racing an update of
+// the same document can delete nothing although the document matched
+// before and after (its DELETE … USING (SELECT ctid … FOR UPDATE) locks
+// the update's new row version, then looks for it under the statement's
+// older snapshot: docs/mongo.md, "deleteOne on DocumentDB"), while
+// deleteMany is a plain DELETE … WHERE that PostgreSQL re-checks on the
+// newest version. With an _id in the filter both delete at most one
+// document, and a deleteOne that deleted nothing had no effect, so the pair
+// is one atomic delete: answered by deleteOne when it deletes, by
+// deleteMany otherwise. deleteOne goes first because only it is a
+// retryable write on MongoDB, where it never misses: there the second
+// round trip comes only with an answer of 0.
 func deleteByID(ctx context.Context, c *mongo.Collection, filter bson.D) (bool, error) {
 	res, err := c.DeleteOne(ctx, filter)
 	if err != nil {
