@@ -110,7 +110,33 @@ func (s *Store) rollback(ctx context.Context, c *mongo.Collection, key []byte, i
 		filter = append(filter, bson.E{Key: fieldValue, Value: binary(ifeq.Value)})
 	}
 	filter = append(filter, retained(now))
+	return deleteByID(ctx, c, filter)
+}
+
+// deleteByID deletes the one document that filter (which names an _id)
+// matches, and reports whether it did: a deleteOne, and when that deletes
+// nothing, the same filter once more as a deleteMany, whose answer is the
+// one given. On DocumentDB (FerretDB v2) a deleteOne racing an update of
+// the same document can delete nothing although the document matched
+// before and after (its DELETE … USING (SELECT ctid … FOR UPDATE) locks
+// the update's new row version, then looks for it under the statement's
+// older snapshot: docs/mongo.md, "deleteOne on DocumentDB"), while
+// deleteMany is a plain DELETE … WHERE that PostgreSQL re-checks on the
+// newest version. With an _id in the filter both delete at most one
+// document, and a deleteOne that deleted nothing had no effect, so the pair
+// is one atomic delete: answered by deleteOne when it deletes, by
+// deleteMany otherwise. deleteOne goes first because only it is a
+// retryable write on MongoDB, where it never misses: there the second
+// round trip comes only with an answer of 0.
+func deleteByID(ctx context.Context, c *mongo.Collection, filter bson.D) (bool, error) {
 	res, err := c.DeleteOne(ctx, filter)
+	if err != nil {
+		return false, err
+	}
+	if res.DeletedCount == 1 {
+		return true, nil
+	}
+	res, err = c.DeleteMany(ctx, filter)
 	if err != nil {
 		return false, err
 	}
@@ -132,7 +158,13 @@ func (s *Store) opReprepare(ctx context.Context, ns string, key, value []byte, i
 	}
 	filter = append(filter, live(now))
 
-	update := bson.D{{Key: "$set", Value: bson.D{{Key: fieldValue, Value: binary(value)}}}}
+	// KEEPTTL changes the value alone, and drops moveId with it: the record
+	// is this client's now, and a composed command that wrote it must not
+	// undo it (undoMove deletes by moveId).
+	update := bson.D{
+		{Key: "$set", Value: bson.D{{Key: fieldValue, Value: binary(value)}}},
+		{Key: "$unset", Value: bson.D{{Key: fieldMoveID, Value: ""}}},
+	}
 	if exp.Kind != backend.KeepTTL {
 		update = s.record(value, exp.TTLAt(now, backend.Forever), nil)
 	}
@@ -241,7 +273,7 @@ func (s *Store) undoMove(ctx context.Context, c *mongo.Collection, newKey []byte
 	if prev != nil {
 		_, err = c.ReplaceOne(ctx, filter, prev)
 	} else {
-		_, err = c.DeleteOne(ctx, filter)
+		_, err = deleteByID(ctx, c, filter)
 	}
 	if err != nil {
 		return fmt.Errorf("undo the reservation of new key: %w", err)

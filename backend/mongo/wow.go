@@ -235,11 +235,7 @@ func (s *Store) wowDelete(ctx context.Context, c *mongo.Collection, id string, i
 		filter = append(filter, bson.E{Key: fieldWowValue, Value: cond})
 	}
 	filter = append(filter, s.wowRetained(now))
-	res, err := c.DeleteOne(ctx, filter)
-	if err != nil {
-		return false, err
-	}
-	return res.DeletedCount == 1, nil
+	return deleteByID(ctx, c, filter)
 }
 
 // wowReplaceAttempts bounds REPREPARE without IFEQ's read-then-write when
@@ -411,7 +407,7 @@ func (st wowSteps) Unreserve(ctx context.Context, ns string, key, value []byte, 
 	if known && prev != nil {
 		_, err = c.ReplaceOne(ctx, filter, prev)
 	} else {
-		_, err = c.DeleteOne(ctx, filter)
+		_, err = deleteByID(ctx, c, filter)
 	}
 	if err != nil {
 		return fmt.Errorf("undo the reservation: %w", err)
