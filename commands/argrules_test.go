@@ -17,16 +17,17 @@ type ruledStore struct {
 	checked int
 }
 
-func (r *ruledStore) ArgCheck() func(op *backend.Op) error {
-	return func(op *backend.Op) error {
-		r.checked++
-		for _, k := range [][]byte{op.Key, op.OldKey} {
-			if len(k) > 0 && k[0] == 'x' {
-				return errors.New("ERR key starts with x (layout=test)")
-			}
+// Info declares the layout's check (backend.Info.ArgCheck).
+func (r *ruledStore) Info() backend.Info { return backend.Info{ArgCheck: r.check} }
+
+func (r *ruledStore) check(op *backend.Op) error {
+	r.checked++
+	for _, k := range [][]byte{op.Key, op.OldKey} {
+		if len(k) > 0 && k[0] == 'x' {
+			return errors.New("ERR key starts with x (layout=test)")
 		}
-		return nil
 	}
+	return nil
 }
 
 // TestArgRules: a store's layout check refuses a command with its own
