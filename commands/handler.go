@@ -71,6 +71,10 @@ func New(store backend.Store, limits Limits, now func() time.Time) *Handler {
 	return h
 }
 
+// Info is what the store declares of itself (backend.Store.Info): the
+// server takes its one deadline from it.
+func (h *Handler) Info() backend.Info { return h.store.Info() }
+
 // Do runs the PK command in args (args[0] is its name, in any case). ok is
 // false when args[0] names no PK command, so the caller can try its own.
 func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {

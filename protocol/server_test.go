@@ -34,6 +34,9 @@ type echoHandler struct {
 	entered chan struct{} // after a send here
 }
 
+// Info: the echo store declares nothing; the server's timeout bounds it.
+func (h *echoHandler) Info() backend.Info { return backend.Info{} }
+
 func (h *echoHandler) IsPK(name []byte) bool { return strings.EqualFold(string(name), "PK.ECHO") }
 
 // Drive is how the echo store is to be driven: serveServer takes it into

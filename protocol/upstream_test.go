@@ -114,10 +114,7 @@ func (b *lineBackend) drop() {
 }
 
 // lineWire is the Wire of a lineBackend.
-type lineWire struct {
-	addr    string
-	timeout time.Duration
-}
+type lineWire struct{ addr string }
 
 func (w lineWire) Dial(ctx context.Context) (net.Conn, error) {
 	var d net.Dialer
@@ -153,8 +150,7 @@ func (w lineWire) Lost(op backend.Op, cause error) error {
 	return fmt.Errorf("fake: %s lost: %w", op.Key, cause)
 }
 
-func (w lineWire) Late() error            { return errors.New("no answer") }
-func (w lineWire) Timeout() time.Duration { return w.timeout }
+func (w lineWire) Late() error { return errors.New("no answer") }
 
 // batchingMemory is the memory store served as a batching store (the
 // tests drive it DriveWire), so that the server gives each loop an
@@ -218,7 +214,8 @@ func serveWire(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, s
 
 func serveWireStore(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, string, *Server, *batchingMemory) {
 	b := startLineBackend(t)
-	cfg.Wire = lineWire{addr: b.ln.Addr().String(), timeout: timeout}
+	cfg.Wire = lineWire{addr: b.ln.Addr().String()}
+	cfg.BackendTimeout = timeout  // the store's deadline, on the Wire and off it
 	cfg.Drive = backend.DriveWire // the tests reach it over lineWire
 	m := &batchingMemory{Store: memory.New(backend.Options{})}
 	addr, srv := serveServer(t, cfg, commands.New(m, commands.DefaultLimits, nil))
@@ -453,7 +450,7 @@ func TestWireShutdown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	h := commands.New(&batchingMemory{Store: memory.New(backend.Options{})}, commands.DefaultLimits, nil)
-	srv := New(Config{Drive: backend.DriveWire, Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
+	srv := New(Config{Drive: backend.DriveWire, Wire: lineWire{addr: b.ln.Addr().String()}, BackendTimeout: 5 * time.Second}, h, readyPinger{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a, idle := dialLines(t, ln.Addr().String()), dialLines(t, ln.Addr().String())
@@ -511,7 +508,7 @@ func TestWireReplyBound(t *testing.T) {
 	b := startLineBackend(t)
 	huge := make(chan net.Conn, 1)
 	b.hugeReply = huge
-	cfg := Config{Drive: backend.DriveWire, Wire: boundedLineWire{lineWire{addr: b.ln.Addr().String(), timeout: time.Minute}, 64 << 10}}
+	cfg := Config{Drive: backend.DriveWire, Wire: boundedLineWire{lineWire{addr: b.ln.Addr().String()}, 64 << 10}, BackendTimeout: time.Minute}
 	m := &batchingMemory{Store: memory.New(backend.Options{})}
 	addr, srv := serveServer(t, cfg, commands.New(m, commands.DefaultLimits, nil))
 	a := dialLines(t, addr)

@@ -291,11 +291,6 @@ func (w *Wire) Lost(op backend.Op, cause error) error {
 // timeout.
 func (w *Wire) Late() error { return &noAnswerError{after: w.s.timeout, err: context.DeadlineExceeded} }
 
-// Timeout is --backend-timeout: how long a reply may take; with ?wait=N,
-// plus wait-timeout, since WAIT answers only when replicas did or its own
-// timeout passed.
-func (w *Wire) Timeout() time.Duration { return w.s.timeout + w.s.waitTimeout }
-
 func opName(k backend.OpKind) string {
 	switch k {
 	case backend.OpPrepare:

@@ -89,7 +89,7 @@ const maxCallCmds = 1024
 // own. A loop that will wait for it passes waited (wait); otherwise the
 // batch resumes the connections itself.
 func (b *storeBatch) start(cfg *Config, loop transport.Loop, d *batchDriver, perCall int, waited bool) {
-	b.loop, b.timeout, b.d, b.perCall, b.began = loop, cfg.BackendTimeout, d, perCall, time.Now()
+	b.loop, b.timeout, b.d, b.perCall, b.began = loop, cfg.Deadline, d, perCall, time.Now()
 	b.answered = make(chan struct{})
 	if !waited {
 		b.state.Store(batchLeft)

@@ -120,8 +120,10 @@ type Config struct {
 	// a connection of its own (package upstream); without it such a store
 	// is driven backend.DriveBatch.
 	Wire upstream.Wire
-	// BackendTimeout bounds every store call (--backend-timeout).
-	BackendTimeout time.Duration
+	// Deadline bounds every submission to the store, whatever its path:
+	// the store's own (backend.Info.Timeout) or --backend-timeout, as the
+	// server decides once (protocol.Server.deadline).
+	Deadline time.Duration
 	// Stats has each loop's counters (store calls) and the count of the
 	// loops' connections to the store.
 	Stats  *stats.Counters

@@ -21,6 +21,10 @@ import (
 type Config struct {
 	Wire    Wire
 	Handler Handler
+	// Timeout is the one deadline of the store's submissions (the
+	// server's, scheduler.Config.Deadline): how long the backend may be
+	// silent while replies are outstanding, and how long a dial may take.
+	Timeout time.Duration
 	// Loop is the event loop that owns the connection: it is enrolled
 	// there, and every method but Close runs there.
 	Loop gnet.EventLoop
@@ -139,7 +143,7 @@ func (u *Conn) watchConn(gc gnet.Conn) {
 		return
 	default:
 	}
-	u.watch.Start(u.cfg.Wire.Timeout(), func() {
+	u.watch.Start(u.cfg.Timeout, func() {
 		if u.watch.Expired() {
 			u.late(gc)
 		}
@@ -157,7 +161,7 @@ func (u *Conn) late(gc gnet.Conn) {
 	_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		switch {
 		case u.gc != gc: // closed meanwhile
-		case len(u.sent) > 0 && u.watch.Silent() >= u.cfg.Wire.Timeout():
+		case len(u.sent) > 0 && u.watch.Silent() >= u.cfg.Timeout:
 			u.fault = u.cfg.Wire.Late()
 			_ = u.cfg.Loop.Close(gc)
 		default:
@@ -311,7 +315,7 @@ func (u *Conn) dial() {
 		case <-time.After(delay):
 		}
 		delay = min(max(2*delay, 50*time.Millisecond), time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), u.cfg.Wire.Timeout())
+		ctx, cancel := context.WithTimeout(context.Background(), u.cfg.Timeout)
 		nc, err := u.cfg.Wire.Dial(ctx)
 		cancel()
 		if err != nil {

@@ -44,10 +44,9 @@ type Wire interface {
 	Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int, again bool)
 	// Lost is op's failure when the connection went before its reply.
 	Lost(op backend.Op, cause error) error
-	// Late is the cause given to Lost when no reply came within Timeout.
+	// Late is the cause given to Lost when no reply came within the
+	// deadline (Config.Timeout).
 	Late() error
-	// Timeout is how long a reply may take (--backend-timeout).
-	Timeout() time.Duration
 }
 
 // WireBound is a Wire that bounds one reply (redis.Wire: what one script
