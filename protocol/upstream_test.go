@@ -152,6 +152,14 @@ func (w lineWire) Lost(op backend.Op, cause error) error {
 
 func (w lineWire) Late() error { return errors.New("no answer") }
 
+// MaxReply: 256 MiB, a bound far past any reply of the tests.
+func (w lineWire) MaxReply() int { return 256 << 20 }
+
+// The line backend has no replicas: no request follows a batch's.
+func (w lineWire) AppendSync(dst []byte, _ []backend.Op) ([]byte, bool) { return dst, false }
+func (w lineWire) ReadSync([]byte, []backend.Op, []backend.Result) int  { return 0 }
+func (w lineWire) FailSync([]backend.Op, []backend.Result, error)       {}
+
 // batchingMemory is the memory store served as a batching store (the
 // tests drive it DriveWire), so that the server gives each loop an
 // upstream. It is where runs go
@@ -492,7 +500,7 @@ func TestWireShutdown(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 }
 
-// boundedLineWire is a lineWire that bounds a reply (upstream.WireBound).
+// boundedLineWire is a lineWire that bounds a reply (upstream.Wire.MaxReply).
 type boundedLineWire struct {
 	lineWire
 	max int

@@ -274,7 +274,7 @@ func respResult(kind backend.OpKind, r redcon.RESP) (res backend.Result, err err
 	return res, err
 }
 
-// MaxReply implements upstream.WireBound: the largest reply of one
+// MaxReply is upstream.Wire's bound on one reply: the largest reply of one
 // block.lua call, maxBlockOps gets of a value of maxValue (the scripts
 // refuse a larger one), each with its array, ttlAt and flag, and room for
 // an error line. A longer reply, which the scripts never send, closes the

@@ -49,7 +49,10 @@ type Conn struct {
 	fault error // why the loop closes gc, for Lost
 	stop  chan struct{}
 	lost  atomic.Bool // the connection dropped; the next dial logs it regained
-	// maxInput bounds a reply not yet complete (WireBound).
+	// maxInput bounds a reply not yet complete (Wire.MaxReply): past it
+	// (a reply larger than the Wire takes, or one that does not parse: a
+	// desynchronized stream) the connection is closed instead of waiting
+	// for the timeout.
 	maxInput int
 	// watch closes a connection whose backend has been silent for the
 	// timeout while replies are outstanding (watchdog.Watch): since it last
@@ -71,24 +74,16 @@ type sentBatch struct {
 	res     []backend.Result
 	again   []int // the ops answered "again"
 	read    int   // how many ops have their reply (a prefix: requests answer in order)
-	sync    bool  // a WireSync request follows the ops, its reply not read yet
+	sync    bool  // a Wire.AppendSync request follows the ops, its reply not read yet
 	at      time.Time
 }
-
-// maxInput bounds replies that do not parse (a desynchronized stream), or
-// are larger than the Wire takes (WireBound): past it the connection is
-// closed instead of waiting for the timeout.
-const maxInput = 256 << 20
 
 var errNoRequest = errors.New("reply to no request")
 
 // New starts dialling the loop's connection; each connection is watched
 // for a backend that goes silent (OnOpen). Close stops both.
 func New(cfg Config) *Conn {
-	u := &Conn{cfg: cfg, stop: make(chan struct{}), maxInput: maxInput}
-	if b, ok := cfg.Wire.(WireBound); ok {
-		u.maxInput = b.MaxReply()
-	}
+	u := &Conn{cfg: cfg, stop: make(chan struct{}), maxInput: cfg.Wire.MaxReply()}
 	go u.dial()
 	return u
 }
@@ -110,9 +105,7 @@ func (u *Conn) Send(b Batch) {
 	}
 	f.res = make([]backend.Result, len(f.calls.Ops))
 	out := u.cfg.Wire.Append(u.out[:0], f.calls.Ops)
-	if ws, ok := u.cfg.Wire.(WireSync); ok {
-		out, f.sync = ws.AppendSync(out, f.calls.Ops)
-	}
+	out, f.sync = u.cfg.Wire.AppendSync(out, f.calls.Ops)
 	f.at = time.Now()
 	if len(u.sent) == 0 {
 		u.watch.Busy(f.at)
@@ -227,7 +220,7 @@ func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 		f.read += k
 	}
 	if f.sync {
-		n := w.(WireSync).ReadSync(b[used:], f.calls.Ops, f.res)
+		n := w.ReadSync(b[used:], f.calls.Ops, f.res)
 		if n == 0 {
 			return used, false
 		}
@@ -295,7 +288,7 @@ func (u *Conn) OnClose(_ gnet.Conn, err error) {
 			f.res[k] = backend.Result{Err: u.cfg.Wire.Lost(f.calls.Ops[k], cause)}
 		}
 		if f.sync { // the writes ran, no replica is known to have them
-			u.cfg.Wire.(WireSync).FailSync(f.calls.Ops, f.res, cause)
+			u.cfg.Wire.FailSync(f.calls.Ops, f.res, cause)
 		}
 		u.land(f)
 	}

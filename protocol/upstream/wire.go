@@ -47,23 +47,21 @@ type Wire interface {
 	// Late is the cause given to Lost when no reply came within the
 	// deadline (Config.Timeout).
 	Late() error
-}
 
-// WireBound is a Wire that bounds one reply (redis.Wire: what one script
-// call answers within --max-value-bytes): a connection holding more than
-// MaxReply bytes of a reply not yet complete is closed, and its batches
-// fail as lost, instead of buffering whatever the backend sends (a reply
-// the backend should never send: the scripts refuse a larger record
-// themselves). A Wire without it is bounded at 256 MiB.
-type WireBound interface {
+	// MaxReply bounds one reply (redis.Wire: what one script call answers
+	// within --max-value-bytes): a connection holding more than MaxReply
+	// bytes of a reply not yet complete is closed, and its batches fail
+	// as lost, instead of buffering whatever the backend sends (a reply
+	// the backend should never send: the scripts refuse a larger record
+	// themselves).
 	MaxReply() int
-}
 
-// WireSync is a Wire whose writes are answered only once replicas have
-// them (redis.Wire with ?wait=N): after a batch's requests it sends one
-// more (WAIT), on the same connection, whose reply decides the writes'
-// outcome.
-type WireSync interface {
+	// The writes' confirmation by replicas (redis.Wire with ?wait=N):
+	// after a batch's requests the Conn sends one more (WAIT), on the
+	// same connection, whose reply decides the writes' outcome. Every
+	// Wire has it, declared here rather than found by assertion; a Wire
+	// without replicas to wait for answers false from AppendSync.
+	//
 	// AppendSync appends the request that follows ops' requests; ok is
 	// false when none is needed (no write among ops, or no wait set).
 	AppendSync(dst []byte, ops []backend.Op) (out []byte, ok bool)
