@@ -451,6 +451,32 @@ func TestWireAgain(t *testing.T) {
 	a.expect(":0\r\n")
 }
 
+// TestWireAgainBounded: the ops a reply sends again through
+// Handler.Batch (a NOSCRIPT, a scan) are bounded by the store's deadline
+// as every batch is: the store held, they are answered -UNAVAILABLE once
+// it has been silent that long, in their place, and the connection is
+// served again. They once waited on the store with no bound at all.
+func TestWireAgainBounded(t *testing.T) {
+	_, addr, srv, m := serveWireStore(t, Config{}, 200*time.Millisecond)
+	a := dialLines(t, addr)
+	upstreamsReady(t, srv, 1)
+	hold, entered := make(chan struct{}), make(chan struct{}, 1)
+	m.holdNext(hold, entered)
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release() // a failure below must not leave the store held
+	a.send(req("PK.PREPARE", "ns", "k", "v") + req("PK.PREPARE", "ns", "again", "v") + req("PK.PREPARE", "ns", "k", "v"))
+	<-entered
+	a.expect(":1\r\n")
+	a.expect("-UNAVAILABLE no answer within 200ms\r\n")
+	a.expect(":0\r\n")
+	a.send(req("PING"))
+	a.expect("+PONG\r\n")
+	m.holdNext(nil, nil)
+	release() // the late answer is dropped
+	a.send(req("PK.PREPARE", "ns", "again2", "v"))
+	a.expect(":1\r\n")
+}
+
 // TestWireShutdown: a run on its way to the backend when Shutdown begins
 // is answered before its connection closes.
 func TestWireShutdown(t *testing.T) {

@@ -203,8 +203,8 @@ func (b *batch) Commands() [][][]byte { return b.cmds }
 func (b *batch) Stored(n int, took time.Duration) { b.stats.StoreCall(b.cmds, n, took) }
 
 // Answer writes the replies to the connections' output and resumes them.
-func (b *batch) Answer(replies []commands.Reply) {
-	answer(b.runs, replies, false)
+func (b *batch) Answer(replies []commands.Reply, late bool) {
+	answer(b.runs, replies, late)
 	resumeAll(b.runs)
 }
 

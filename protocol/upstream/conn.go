@@ -231,31 +231,61 @@ func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 }
 
 // land answers f's batch. The ops answered "again" (the backend lost its
-// scripts) go through Handler.Batch first, which loads the scripts again;
-// that waits on the backend, so it happens on a goroutine, and the
-// batch is answered when it is done, on the loop, in order.
+// scripts, or a scan) go through Handler.Batch first, which loads the
+// scripts again; that waits on the backend, so it happens on a goroutine
+// (again), and the batch is answered when it is done, on the loop, in
+// order.
 func (u *Conn) land(f *sentBatch) {
 	f.calls.Answer(f.res, f.replies)
 	if len(f.again) == 0 {
-		f.batch.Answer(f.replies)
+		f.batch.Answer(f.replies, false)
 		return
 	}
-	go func() {
-		cmds := make([][][]byte, len(f.again))
-		replies := make([]commands.Reply, len(f.again))
-		for j, k := range f.again {
-			cmds[j] = f.cmds[f.calls.Index(k)]
+	go u.again(f)
+}
+
+// again runs f's ops answered "again" through Handler.Batch, under the
+// one deadline of the store's submissions (Config.Timeout) counted as the
+// store's silence, as every batch is (watchdog.Watch): when the store has
+// not answered for that long, they are answered -UNAVAILABLE, whatever it
+// does, and its late answer is dropped. The first of the two claims f.
+func (u *Conn) again(f *sentBatch) {
+	w := new(watchdog.Watch)
+	w.Start(u.cfg.Timeout, func() {
+		if w.Expired() {
+			r := commands.Unavailable(fmt.Errorf("no answer within %s", u.cfg.Timeout))
+			for _, k := range f.again {
+				f.replies[f.calls.Index(k)] = r
+			}
+			// The store may still read the commands: the connections
+			// let go of their copies (late).
+			u.answerOnLoop(f, true)
 		}
-		u.cfg.Handler.Batch(context.Background(), cmds, replies)
-		for j, k := range f.again {
-			f.replies[f.calls.Index(k)] = replies[j]
-		}
-		_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			f.batch.Answer(f.replies)
-			return nil
-		}))
-		// An error means the loops are stopping; they close the connections.
-	}()
+	})
+	cmds := make([][][]byte, len(f.again))
+	replies := make([]commands.Reply, len(f.again))
+	for j, k := range f.again {
+		cmds[j] = f.cmds[f.calls.Index(k)]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), u.cfg.Timeout)
+	u.cfg.Handler.Batch(ctx, cmds, replies)
+	cancel()
+	if !w.Claim() {
+		return // the deadline answered them
+	}
+	for j, k := range f.again {
+		f.replies[f.calls.Index(k)] = replies[j]
+	}
+	u.answerOnLoop(f, false)
+}
+
+// answerOnLoop has the loop answer f's batch (late: see Batch.Answer).
+func (u *Conn) answerOnLoop(f *sentBatch, late bool) {
+	_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		f.batch.Answer(f.replies, late)
+		return nil
+	}))
+	// An error means the loops are stopping; they close the connections.
 }
 
 // OnClose answers the batches still waiting with the failure: their ops

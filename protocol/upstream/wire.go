@@ -92,6 +92,8 @@ type Batch interface {
 	// ops in took (metrics); not called when the connection dropped.
 	Stored(n int, took time.Duration)
 	// Answer has the batch's replies, replies[i] for Commands()[i]: once,
-	// on the loop.
-	Answer(replies []commands.Reply)
+	// on the loop. late: the deadline answered some of them, and the store
+	// may still read the commands (the connections let go of their
+	// copies).
+	Answer(replies []commands.Reply, late bool)
 }
