@@ -124,7 +124,9 @@ func (w lineWire) Dial(ctx context.Context) (net.Conn, error) {
 // Append writes one request line per op; Read answers one op per line.
 func (w lineWire) Append(dst []byte, ops []backend.Op) []byte {
 	for _, op := range ops {
-		dst = fmt.Appendf(dst, "P %s\n", op.Key)
+		if op.Kind != backend.OpScan { // a scan has no request (upstream.Wire)
+			dst = fmt.Appendf(dst, "P %s\n", op.Key)
+		}
 	}
 	return dst
 }

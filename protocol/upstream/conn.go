@@ -107,6 +107,12 @@ func (u *Conn) Send(b Batch) {
 	out := u.cfg.Wire.Append(u.out[:0], f.calls.Ops)
 	out, f.sync = u.cfg.Wire.AppendSync(out, f.calls.Ops)
 	f.at = time.Now()
+	if len(out) == 0 && len(u.sent) == 0 {
+		// Only scans, which have no request: no reply to wait for.
+		f.readReplies(u.cfg.Wire, nil)
+		u.land(f)
+		return
+	}
 	if len(u.sent) == 0 {
 		u.watch.Busy(f.at)
 	}
@@ -207,6 +213,13 @@ func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 // returns the bytes used and whether f is complete.
 func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 	for f.read < len(f.calls.Ops) {
+		if f.calls.Ops[f.read].Kind == backend.OpScan {
+			// No request on the wire (Wire.Append): it goes through
+			// Handler.Batch in its place (land).
+			f.again = append(f.again, f.read)
+			f.read++
+			continue
+		}
 		n, k, again := w.Read(b[used:], f.calls.Ops[f.read:], f.res[f.read:])
 		if n == 0 {
 			return used, false
@@ -231,7 +244,7 @@ func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 }
 
 // land answers f's batch. The ops answered "again" (the backend lost its
-// scripts, or a scan) go through Handler.Batch first, which loads the
+// scripts) and the scans go through Handler.Batch first, which loads the
 // scripts again; that waits on the backend, so it happens on a goroutine
 // (again), and the batch is answered when it is done, on the loop, in
 // order.

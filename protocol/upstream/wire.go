@@ -33,10 +33,13 @@ type Wire interface {
 	Dial(ctx context.Context) (net.Conn, error)
 	// Append appends the requests of a batch's ops: one or a few script
 	// calls, each running several ops (redis.Wire: block.lua, bounded so
-	// that one call holds Redis for at most about a millisecond).
+	// that one call holds Redis for at most about a millisecond). A scan
+	// (backend.OpScan: many round trips, never one request) has none: the
+	// Conn sends it through Handler.Batch in its place among the replies.
 	Append(dst []byte, ops []backend.Op) []byte
 	// Read decodes, at the start of b, the reply to the first request that
-	// Append wrote for ops, into res[:k]: it answers ops[:k]. n is 0 until b
+	// Append wrote for ops, into res[:k]: it answers ops[:k]; ops[0] is
+	// never a scan. n is 0 until b
 	// holds a complete reply. again asks for ops[:k] to be run again
 	// through Handler.Batch (the backend lost its scripts: none of them
 	// ran). Where one request ends must follow from the ops alone, from the
