@@ -51,7 +51,7 @@ func TestArgRules(t *testing.T) {
 	require.Equal(t, refused, r)
 
 	replies := make([]Reply, 2)
-	calls := h.Calls([][][]byte{args("PK.GET", "ns", "xk"), args("PK.GET", "ns", "k")}, replies)
+	calls := h.ParseBatch([][][]byte{args("PK.GET", "ns", "xk"), args("PK.GET", "ns", "k")}, replies)
 	require.Equal(t, refused, replies[0])
 	require.Len(t, calls.Ops, 1)
 	require.Equal(t, "k", string(calls.Ops[0].Key))

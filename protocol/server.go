@@ -52,9 +52,9 @@ type Handler interface {
 	// Batch runs several PK commands, in order, so a store can serve them
 	// in one round trip or one fsync.
 	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
-	// Calls parses and validates PK commands for a Wire, answering the
+	// ParseBatch parses and validates PK commands for a Wire, answering the
 	// refused ones.
-	Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls
+	ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed
 	// Check checks a PK command queued in a transaction without running
 	// it; ok is false with its error reply when it is refused.
 	Check(args [][]byte) (r commands.Reply, ok bool)

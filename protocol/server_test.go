@@ -85,12 +85,12 @@ func (h *echoHandler) Batch(_ context.Context, cmds [][][]byte, replies []comman
 	}
 }
 
-// Calls answers every command itself: the echo store has no Wire.
-func (h *echoHandler) Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls {
+// ParseBatch answers every command itself: the echo store has no Wire.
+func (h *echoHandler) ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed {
 	for i, args := range cmds {
 		replies[i] = h.answer(args)
 	}
-	return commands.Calls{}
+	return commands.Parsed{}
 }
 
 // Check refuses what answer refuses.

@@ -19,13 +19,13 @@ import (
 // answered on the loop), and the batch and calls drivers send it to
 // Store.Batch on a goroutine, as a storeBatch.
 type batch struct {
-	runs  []Run
+	runs  []Conn
 	cmds  [][][]byte
 	stats *stats.Loop // the loop's counters (store calls)
 }
 
 // newBatch is runs as one batch, counted into the loop's st.
-func newBatch(runs []Run, st *stats.Loop) batch {
+func newBatch(runs []Conn, st *stats.Loop) batch {
 	return batch{runs: runs, cmds: runsOf(runs), stats: st}
 }
 
@@ -154,7 +154,7 @@ func (b *storeBatch) expire(err error) {
 // finish writes the replies to the connections (at the store: their out
 // and runs are the batch's) and has them resumed. After a late answer the
 // store may still read the runs' arguments: each connection lets go of its
-// copy and makes a new one for its next run (Run.Answer).
+// copy and makes a new one for its next run (Conn.Answer).
 func (b *storeBatch) finish(replies []commands.Reply, late bool) {
 	answer(b.runs, replies, late)
 	if b.d != nil && !late && b.took <= OnLoopBudget {
@@ -209,7 +209,7 @@ func (b *batch) Answer(replies []commands.Reply, late bool) {
 }
 
 // runsOf is the commands of runs, one after the other.
-func runsOf(runs []Run) [][][]byte {
+func runsOf(runs []Conn) [][][]byte {
 	n := 0
 	for _, r := range runs {
 		n += len(r.Commands())
@@ -222,8 +222,8 @@ func runsOf(runs []Run) [][][]byte {
 }
 
 // answer hands each run its replies, in the order of runsOf(runs), all
-// written now (late: see Run.Answer).
-func answer(runs []Run, replies []commands.Reply, late bool) {
+// written now (late: see Conn.Answer).
+func answer(runs []Conn, replies []commands.Reply, late bool) {
 	now := time.Now()
 	i := 0
 	for _, r := range runs {
@@ -233,7 +233,7 @@ func answer(runs []Run, replies []commands.Reply, late bool) {
 	}
 }
 
-func resumeAll(runs []Run) {
+func resumeAll(runs []Conn) {
 	for _, r := range runs {
 		r.Resume()
 	}

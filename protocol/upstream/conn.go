@@ -70,7 +70,7 @@ type sentBatch struct {
 	batch   Batch
 	cmds    [][][]byte
 	replies []commands.Reply
-	calls   commands.Calls
+	calls   commands.Parsed
 	res     []backend.Result
 	again   []int // the ops answered "again"
 	read    int   // how many ops have their reply (a prefix: requests answer in order)
@@ -98,7 +98,7 @@ func (u *Conn) Ready() bool { return u.gc != nil }
 func (u *Conn) Send(b Batch) {
 	cmds := b.Commands()
 	f := &sentBatch{batch: b, cmds: cmds, replies: make([]commands.Reply, len(cmds))}
-	f.calls = u.cfg.Handler.Calls(f.cmds, f.replies)
+	f.calls = u.cfg.Handler.ParseBatch(f.cmds, f.replies)
 	if len(f.calls.Ops) == 0 { // all refused by validation
 		u.land(f)
 		return

@@ -78,9 +78,9 @@ type Wire interface {
 
 // Handler is what a Conn needs of the PK commands (commands.Handler).
 type Handler interface {
-	// Calls parses and validates cmds into store calls, answering the
+	// ParseBatch parses and validates cmds into store calls, answering the
 	// refused ones in replies.
-	Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls
+	ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed
 	// Batch runs cmds through the store's own client: for the ops the
 	// Wire answers "again".
 	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
