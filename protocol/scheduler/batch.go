@@ -15,9 +15,9 @@ import (
 // batch is the unit of work sent to a store: the runs of one or more of a
 // loop's connections (runs, their commands one after the other in cmds),
 // answered together. A driver makes it (scheduler.go): the wire driver
-// writes it to the loop's own connection to Redis (an upstream.Batch,
-// answered on the loop), and the batch and calls drivers send it to
-// Store.Batch on a goroutine, as a storeBatch.
+// writes it to the loop's own connection to Redis (a wireBatch,
+// wire_batch.go, answered on the loop), and the batch and calls drivers
+// send it to Store.Batch on a goroutine, as a storeBatch.
 type batch struct {
 	runs  []Conn
 	cmds  [][][]byte
@@ -194,18 +194,6 @@ func (b *storeBatch) wait(t *time.Timer, budget time.Duration) bool {
 	}
 	resumeAll(b.runs)
 	return true
-}
-
-// The batch on the wire (upstream.Batch): answered on the loop.
-
-func (b *batch) Commands() [][][]byte { return b.cmds }
-
-func (b *batch) Stored(n int, took time.Duration) { b.stats.StoreCall(b.cmds, n, took) }
-
-// Answer writes the replies to the connections' output and resumes them.
-func (b *batch) Answer(replies []commands.Reply, late bool) {
-	answer(b.runs, replies, late)
-	resumeAll(b.runs)
 }
 
 // runsOf is the commands of runs, one after the other.

@@ -56,8 +56,7 @@ func (w *wireDriver) send() {
 		w.queueOffLoop(runs...)
 		return
 	}
-	b := newBatch(runs, w.stats)
-	w.up.Send(&b)
+	w.up.Send(newWireBatch(w, runs))
 }
 
 func (w *wireDriver) Close() {

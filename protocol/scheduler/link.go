@@ -14,7 +14,6 @@ func newLink(cfg *Config, loop transport.Loop) link {
 	return upstream.New(upstream.Config{
 		Wire:    cfg.Wire,
 		Timeout: cfg.Deadline,
-		Handler: cfg.Store,
 		Loop:    loop.(transport.GnetLoop).EventLoop,
 		Name:    fmt.Sprintf("loop-%d", cfg.Stats.UpstreamSeq.Add(1)),
 		Logger:  cfg.Logger,

@@ -103,9 +103,12 @@ type Store interface {
 	// the others itself).
 	Do(ctx context.Context, args [][]byte) (r commands.Reply, ok bool)
 	// Batch runs several commands, in order, so a store can serve them in
-	// one round trip or one fsync; ParseBatch parses them for the loop's own
-	// connection (DriveWire).
-	upstream.Handler
+	// one round trip or one fsync.
+	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
+	// ParseBatch parses and checks commands into their ops, answering
+	// the refused ones, for the loop's own connection (DriveWire), which
+	// takes ops to the store.
+	ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed
 }
 
 // Config is what the drivers need of the server.

@@ -13,14 +13,12 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/watchdog"
 )
 
 // Config is what a Conn is made of.
 type Config struct {
-	Wire    Wire
-	Handler Handler
+	Wire Wire
 	// Timeout is the one deadline of the store's submissions (the
 	// server's, scheduler.Config.Deadline): how long the backend may be
 	// silent while replies are outstanding, and how long a dial may take.
@@ -67,15 +65,13 @@ type Conn struct {
 
 // sentBatch is a batch whose requests are on the connection.
 type sentBatch struct {
-	batch   Batch
-	cmds    [][][]byte
-	replies []commands.Reply
-	calls   commands.Parsed
-	res     []backend.Result
-	again   []int // the ops answered "again"
-	read    int   // how many ops have their reply (a prefix: requests answer in order)
-	sync    bool  // a Wire.AppendSync request follows the ops, its reply not read yet
-	at      time.Time
+	batch Batch
+	ops   []backend.Op
+	res   []backend.Result
+	again []int // the ops answered "again", and the scans
+	read  int   // how many ops have their reply (a prefix: requests answer in order)
+	sync  bool  // a Wire.AppendSync request follows the ops, its reply not read yet
+	at    time.Time
 }
 
 var errNoRequest = errors.New("reply to no request")
@@ -89,23 +85,21 @@ func New(cfg Config) *Conn {
 }
 
 // Ready reports whether batches can go on the connection; otherwise they
-// go to Handler.Batch (which reaches the backend its own way, and fails
-// with the backend's error while it is down).
+// go through the store's own client (the wire driver's batch path, which
+// fails with the backend's error while it is down).
 func (u *Conn) Ready() bool { return u.gc != nil }
 
-// Send writes the requests of b's commands and keeps b as sent. Ready must
+// Send writes the requests of b's ops and keeps b as sent. Ready must
 // be true.
 func (u *Conn) Send(b Batch) {
-	cmds := b.Commands()
-	f := &sentBatch{batch: b, cmds: cmds, replies: make([]commands.Reply, len(cmds))}
-	f.calls = u.cfg.Handler.ParseBatch(f.cmds, f.replies)
-	if len(f.calls.Ops) == 0 { // all refused by validation
+	f := &sentBatch{batch: b, ops: b.Ops()}
+	if len(f.ops) == 0 { // all refused by validation
 		u.land(f)
 		return
 	}
-	f.res = make([]backend.Result, len(f.calls.Ops))
-	out := u.cfg.Wire.Append(u.out[:0], f.calls.Ops)
-	out, f.sync = u.cfg.Wire.AppendSync(out, f.calls.Ops)
+	f.res = make([]backend.Result, len(f.ops))
+	out := u.cfg.Wire.Append(u.out[:0], f.ops)
+	out, f.sync = u.cfg.Wire.AppendSync(out, f.ops)
 	f.at = time.Now()
 	if len(out) == 0 && len(u.sent) == 0 {
 		// Only scans, which have no request: no reply to wait for.
@@ -188,7 +182,7 @@ func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 		}
 		u.sent[0] = nil
 		u.sent = u.sent[1:]
-		f.batch.Stored(len(f.calls.Ops), time.Since(f.at))
+		f.batch.Stored(len(f.ops), time.Since(f.at))
 		u.land(f)
 	}
 	if off > 0 { // Discard(0) would drop it all
@@ -212,15 +206,15 @@ func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 // readReplies reads the replies in b for the ops of f still waiting; it
 // returns the bytes used and whether f is complete.
 func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
-	for f.read < len(f.calls.Ops) {
-		if f.calls.Ops[f.read].Kind == backend.OpScan {
-			// No request on the wire (Wire.Append): it goes through
-			// Handler.Batch in its place (land).
+	for f.read < len(f.ops) {
+		if f.ops[f.read].Kind == backend.OpScan {
+			// No request on the wire (Wire.Append): it goes through the
+			// store's client in its place (Batch.Answer).
 			f.again = append(f.again, f.read)
 			f.read++
 			continue
 		}
-		n, k, again := w.Read(b[used:], f.calls.Ops[f.read:], f.res[f.read:])
+		n, k, again := w.Read(b[used:], f.ops[f.read:], f.res[f.read:])
 		if n == 0 {
 			return used, false
 		}
@@ -233,7 +227,7 @@ func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 		f.read += k
 	}
 	if f.sync {
-		n := w.ReadSync(b[used:], f.calls.Ops, f.res)
+		n := w.ReadSync(b[used:], f.ops, f.res)
 		if n == 0 {
 			return used, false
 		}
@@ -243,63 +237,9 @@ func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 	return used, true
 }
 
-// land answers f's batch. The ops answered "again" (the backend lost its
-// scripts) and the scans go through Handler.Batch first, which loads the
-// scripts again; that waits on the backend, so it happens on a goroutine
-// (again), and the batch is answered when it is done, on the loop, in
-// order.
-func (u *Conn) land(f *sentBatch) {
-	f.calls.Answer(f.res, f.replies)
-	if len(f.again) == 0 {
-		f.batch.Answer(f.replies, false)
-		return
-	}
-	go u.again(f)
-}
-
-// again runs f's ops answered "again" through Handler.Batch, under the
-// one deadline of the store's submissions (Config.Timeout) counted as the
-// store's silence, as every batch is (watchdog.Watch): when the store has
-// not answered for that long, they are answered -UNAVAILABLE, whatever it
-// does, and its late answer is dropped. The first of the two claims f.
-func (u *Conn) again(f *sentBatch) {
-	w := new(watchdog.Watch)
-	w.Start(u.cfg.Timeout, func() {
-		if w.Expired() {
-			r := commands.Unavailable(fmt.Errorf("no answer within %s", u.cfg.Timeout))
-			for _, k := range f.again {
-				f.replies[f.calls.Index(k)] = r
-			}
-			// The store may still read the commands: the connections
-			// let go of their copies (late).
-			u.answerOnLoop(f, true)
-		}
-	})
-	cmds := make([][][]byte, len(f.again))
-	replies := make([]commands.Reply, len(f.again))
-	for j, k := range f.again {
-		cmds[j] = f.cmds[f.calls.Index(k)]
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), u.cfg.Timeout)
-	u.cfg.Handler.Batch(ctx, cmds, replies)
-	cancel()
-	if !w.Claim() {
-		return // the deadline answered them
-	}
-	for j, k := range f.again {
-		f.replies[f.calls.Index(k)] = replies[j]
-	}
-	u.answerOnLoop(f, false)
-}
-
-// answerOnLoop has the loop answer f's batch (late: see Batch.Answer).
-func (u *Conn) answerOnLoop(f *sentBatch, late bool) {
-	_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		f.batch.Answer(f.replies, late)
-		return nil
-	}))
-	// An error means the loops are stopping; they close the connections.
-}
+// land hands f's batch its results, and the ops that are to go through
+// the store's own client (again).
+func (u *Conn) land(f *sentBatch) { f.batch.Answer(f.res, f.again) }
 
 // OnClose answers the batches still waiting with the failure: their ops
 // may or may not have run. A new connection is dialled.
@@ -321,17 +261,17 @@ func (u *Conn) OnClose(_ gnet.Conn, err error) {
 		// leaves answered -UNAVAILABLE (they may or may not have run).
 		waiting := 0
 		for _, f := range batches {
-			waiting += len(f.calls.Ops) - f.read
+			waiting += len(f.ops) - f.read
 		}
 		u.lost.Store(true)
 		u.cfg.Logger.Warn("backend connection lost", "conn", u.cfg.Name, "err", cause, "unanswered", waiting)
 	}
 	for _, f := range batches {
-		for k := f.read; k < len(f.calls.Ops); k++ {
-			f.res[k] = backend.Result{Err: u.cfg.Wire.Lost(f.calls.Ops[k], cause)}
+		for k := f.read; k < len(f.ops); k++ {
+			f.res[k] = backend.Result{Err: u.cfg.Wire.Lost(f.ops[k], cause)}
 		}
 		if f.sync { // the writes ran, no replica is known to have them
-			u.cfg.Wire.FailSync(f.calls.Ops, f.res, cause)
+			u.cfg.Wire.FailSync(f.ops, f.res, cause)
 		}
 		u.land(f)
 	}
@@ -341,7 +281,7 @@ func (u *Conn) OnClose(_ gnet.Conn, err error) {
 }
 
 // dial connects until it succeeds or the server stops, backing off up to
-// a second between tries. Meanwhile batches go through Handler.Batch.
+// a second between tries. Meanwhile batches go through the store's client.
 func (u *Conn) dial() {
 	var delay time.Duration
 	for {

@@ -11,7 +11,9 @@
 // Package protocol drives it: its wire driver makes one Conn per event loop
 // (New), sends batches on it while it is up (Ready, Send), and hands it
 // the gnet events of its connection (OnOpen, OnTraffic, OnClose), as it
-// does a client's. A Conn answers each Batch once, on the loop.
+// does a client's. A Conn answers each Batch once, on the loop. It sees
+// ops and results, never commands or replies (package commands): the wire
+// driver parses a batch and writes its replies.
 //
 // This file builds everywhere (package protocol names Wire in its Config);
 // the connection itself (conn.go) needs gnet, which the WebAssembly build
@@ -24,7 +26,6 @@ import (
 	"time"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 )
 
 // Wire is a store's requests and replies on the wire (redis.Wire).
@@ -35,14 +36,14 @@ type Wire interface {
 	// calls, each running several ops (redis.Wire: block.lua, bounded so
 	// that one call holds Redis for at most about a millisecond). A scan
 	// (backend.OpScan: many round trips, never one request) has none: the
-	// Conn sends it through Handler.Batch in its place among the replies.
+	// Batch runs it through the store's client in its place (Batch.Answer).
 	Append(dst []byte, ops []backend.Op) []byte
 	// Read decodes, at the start of b, the reply to the first request that
 	// Append wrote for ops, into res[:k]: it answers ops[:k]; ops[0] is
-	// never a scan. n is 0 until b
-	// holds a complete reply. again asks for ops[:k] to be run again
-	// through Handler.Batch (the backend lost its scripts: none of them
-	// ran). Where one request ends must follow from the ops alone, from the
+	// never a scan. n is 0 until b holds a complete reply. again asks for
+	// ops[:k] to be run again through the store's own client (the backend
+	// lost its scripts: none of them ran; Batch.Answer). Where one request
+	// ends must follow from the ops alone, from the
 	// first: the Conn calls Read with the ops from the first unanswered.
 	Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int, again bool)
 	// Lost is op's failure when the connection went before its reply.
@@ -76,27 +77,19 @@ type Wire interface {
 	FailSync(ops []backend.Op, res []backend.Result, cause error)
 }
 
-// Handler is what a Conn needs of the PK commands (commands.Handler).
-type Handler interface {
-	// ParseBatch parses and validates cmds into store calls, answering the
-	// refused ones in replies.
-	ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed
-	// Batch runs cmds through the store's own client: for the ops the
-	// Wire answers "again".
-	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
-}
-
 // Batch is a batch of PK commands sent on a Conn (package protocol's
-// runs of one loop's connections), and where its replies go.
+// runs of one loop's connections), as ops: the Conn sees no command and
+// writes no reply, it takes ops to the store and hands back their results.
 type Batch interface {
-	// Commands are the batch's commands, in order.
-	Commands() [][][]byte
+	// Ops are the batch's ops, in order (its commands, parsed and checked
+	// by whoever made the batch).
+	Ops() []backend.Op
 	// Stored reports, on the loop, that the store answered the batch's n
 	// ops in took (metrics); not called when the connection dropped.
 	Stored(n int, took time.Duration)
-	// Answer has the batch's replies, replies[i] for Commands()[i]: once,
-	// on the loop. late: the deadline answered some of them, and the store
-	// may still read the commands (the connections let go of their
-	// copies).
-	Answer(replies []commands.Reply, late bool)
+	// Answer has the results, res[k] for Ops()[k]: once, on the loop.
+	// again lists, in order, the ops that have no result here and are to
+	// go through the store's own client: a scan (it has no request on the
+	// wire) and an op answered NOSCRIPT (the store lost its scripts).
+	Answer(res []backend.Result, again []int)
 }
