@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -53,11 +54,11 @@ func (p *switchPinger) Ping(ctx context.Context) error {
 
 // startAdmin serves the admin endpoints for srv and health on a loopback
 // port and returns its base URL.
-func startAdmin(t *testing.T, stats StatsSource, health *Health, store any) string {
+func startAdmin(t *testing.T, stats StatsSource, health *Health, store prometheus.Collector) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	a := New(Config{Stats: stats, Health: health, Store: store})
+	a := New(Config{Stats: stats, Health: health, StoreMetrics: store})
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ln) }()
 	t.Cleanup(func() {
@@ -277,7 +278,7 @@ func requireCleanBuckets(t *testing.T, body string) {
 // 762 prepkey_ series on an idle memory: sidecar (781 on file:).
 func TestSeriesCount(t *testing.T) {
 	srv := protocol.New(protocol.Config{Version: "1.2.3", Backend: "memory"}, commands.New(memory.New(backend.Options{}), commands.Limits{MaxKeyBytes: 64, MaxValueBytes: 64}, nil), nil)
-	reg := NewRegistry(srv, NewHealth(&switchPinger{state: "up"}, time.Second, nil), memory.New(backend.Options{}))
+	reg := NewRegistry(srv, NewHealth(&switchPinger{state: "up"}, time.Second, nil), memory.New(backend.Options{}).Info().Metrics)
 	fams, err := reg.Gather()
 	require.NoError(t, err)
 	counts := map[string]int{}

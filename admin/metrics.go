@@ -14,9 +14,9 @@ type StatsSource interface {
 
 // NewRegistry is every metric of /metrics: the server's counters, read at
 // each scrape (the hot path only adds to atomic counters), the backend's
-// health, the store's own metrics when it has some, and Go's runtime and
-// process metrics.
-func NewRegistry(source StatsSource, health *Health, store any) *prometheus.Registry {
+// health, the store's own metrics when it has some (store: its
+// backend.Info.Metrics, or nil), and Go's runtime and process metrics.
+func NewRegistry(source StatsSource, health *Health, store prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -25,8 +25,8 @@ func NewRegistry(source StatsSource, health *Health, store any) *prometheus.Regi
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&serverCollector{stats: source, health: health},
 	)
-	if c, ok := store.(prometheus.Collector); ok {
-		reg.MustRegister(c)
+	if store != nil {
+		reg.MustRegister(store)
 	}
 	return reg
 }

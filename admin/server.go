@@ -19,9 +19,9 @@ type Config struct {
 	Stats StatsSource
 	// Health is the backend's watched readiness.
 	Health *Health
-	// Store, when it is a prometheus.Collector, adds its own metrics
-	// (pebble's disk usage, Redis's reloads, expired records swept).
-	Store any
+	// StoreMetrics is the store's own metrics (backend.Info.Metrics:
+	// pebble's disk usage, Redis's reloads, expired records swept), or nil.
+	StoreMetrics prometheus.Collector
 	// MaxConns bounds the connections served at once (--admin-max-clients);
 	// past it new ones wait to be accepted. 0: no bound.
 	MaxConns int
@@ -49,7 +49,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	reg := NewRegistry(cfg.Stats, cfg.Health, cfg.Store)
+	reg := NewRegistry(cfg.Stats, cfg.Health, cfg.StoreMetrics)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),

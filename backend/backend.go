@@ -1,8 +1,9 @@
 // Package backend holds what every reservation store shares: the record it
 // keeps, the expiry and condition options of the PK commands, and the results
-// callers must tell apart. The stores themselves live in the sub-packages; the
-// interface they satisfy is declared by its consumer, package commands
-// (commands.Store: Run, Scan, Secret, Ping).
+// callers must tell apart, and the contract every store satisfies (Store,
+// store.go: Run, RunOne, Scan, Secret, Ping, Info), declared here once for
+// the commands, the server and the conformance suite (storetest). The
+// stores themselves live in the sub-packages.
 //
 // A PK command reaches a store as data, an Op (batch.go), in a list that
 // one call runs (Runner.Run, run.go), each op atomic on its own (Pipelined:
@@ -175,5 +176,5 @@ const (
 	MaxScanCount     = 1000
 )
 
-// SecretBytes is the size of a store's secret (see commands.Store.Secret).
+// SecretBytes is the size of a store's secret (see Store.Secret).
 const SecretBytes = 32

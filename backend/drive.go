@@ -3,7 +3,7 @@ package backend
 // Drive is how the server is to take PK commands to a store: on the event
 // loop, in batches, over the loop's own connection to the store, or one
 // store call at a time. It is not asked of the store (a store runs lists
-// of ops, Runner.Run, whoever calls it): the store's opener says it, once
+// of ops, Store.Run, whoever calls it): the store's opener says it, once
 // per backend (cmd/sidecar's openers), and package protocol decides every
 // command's path from that one value (protocol.Config.Drive).
 type Drive uint8

@@ -34,15 +34,14 @@ func (iso Isolation) String() string {
 	return "pipelined"
 }
 
-// Runner is how PK commands are taken to a store (the contract is
-// commands.Store, declared by its consumer; every store is a Runner): a
-// list of ops at once, Run, or one alone, RunOne.
+// Runner is the half of the store contract (Store) that runs PK commands:
+// a list of ops at once, Run, or one alone, RunOne.
 //
 // Run runs ops and sets res[i] to the outcome of ops[i] (len(res) is at
 // least len(ops)), as iso says. RunOne runs op alone and returns its
 // outcome: Run of that one op, Pipelined. Neither ever gets an OpScan: a
 // scan is many reads, never one step, and is a method of its own
-// (commands.Store.Scan). The ops alias the caller's buffers (a
+// (Store.Scan). The ops alias the caller's buffers (a
 // connection's read buffer): a store that keeps a key or value past the
 // call copies it.
 //

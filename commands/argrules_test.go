@@ -17,16 +17,17 @@ type ruledStore struct {
 	checked int
 }
 
-func (r *ruledStore) ArgCheck() func(op *backend.Op) error {
-	return func(op *backend.Op) error {
-		r.checked++
-		for _, k := range [][]byte{op.Key, op.OldKey} {
-			if len(k) > 0 && k[0] == 'x' {
-				return errors.New("ERR key starts with x (layout=test)")
-			}
+// Info declares the layout's check (backend.Info.ArgCheck).
+func (r *ruledStore) Info() backend.Info { return backend.Info{ArgCheck: r.check} }
+
+func (r *ruledStore) check(op *backend.Op) error {
+	r.checked++
+	for _, k := range [][]byte{op.Key, op.OldKey} {
+		if len(k) > 0 && k[0] == 'x' {
+			return errors.New("ERR key starts with x (layout=test)")
 		}
-		return nil
 	}
+	return nil
 }
 
 // TestArgRules: a store's layout check refuses a command with its own
@@ -50,7 +51,7 @@ func TestArgRules(t *testing.T) {
 	require.Equal(t, refused, r)
 
 	replies := make([]Reply, 2)
-	calls := h.Calls([][][]byte{args("PK.GET", "ns", "xk"), args("PK.GET", "ns", "k")}, replies)
+	calls := h.ParseBatch([][][]byte{args("PK.GET", "ns", "xk"), args("PK.GET", "ns", "k")}, replies)
 	require.Equal(t, refused, replies[0])
 	require.Len(t, calls.Ops, 1)
 	require.Equal(t, "k", string(calls.Ops[0].Key))

@@ -19,7 +19,7 @@ func (h *Handler) Batch(ctx context.Context, cmds [][][]byte, replies []Reply) {
 		replies[0], _ = h.Do(ctx, cmds[0])
 		return
 	}
-	calls := h.Calls(cmds, replies)
+	calls := h.ParseBatch(cmds, replies)
 	if len(calls.Ops) == 0 {
 		return
 	}
@@ -51,19 +51,20 @@ func (h *Handler) runPipelined(ctx context.Context, ops []backend.Op, res []back
 	}
 }
 
-// Calls are the store calls of a batch of PK commands, parsed and
-// validated, for a caller that takes them to the store itself (package
-// protocol writes them to its own Redis connection).
-type Calls struct {
+// Parsed is a batch of PK commands parsed and validated into their ops,
+// for a caller that takes them to the store itself (package protocol
+// writes them to its own Redis connection).
+type Parsed struct {
 	Ops   []backend.Op
 	specs []*Spec // specs[k] is the command of Ops[k]
 	at    []int   // at[k] is the index in the batch of Ops[k]
 }
 
-// Calls parses cmds into store calls. The commands refused by validation
-// are answered in replies now; the others have an op in Ops, in order.
-func (h *Handler) Calls(cmds [][][]byte, replies []Reply) Calls {
-	c := Calls{
+// ParseBatch parses cmds into their ops. The commands refused by
+// validation are answered in replies now; the others have an op in Ops,
+// in order.
+func (h *Handler) ParseBatch(cmds [][][]byte, replies []Reply) Parsed {
+	c := Parsed{
 		Ops:   make([]backend.Op, 0, len(cmds)),
 		specs: make([]*Spec, 0, len(cmds)),
 		at:    make([]int, 0, len(cmds)),
@@ -88,14 +89,14 @@ func (h *Handler) Calls(cmds [][][]byte, replies []Reply) Calls {
 
 // Alone reports whether Ops[k] is a command that runs on its own, never
 // in a Run nor on a Wire (a scan: Handler.Batch runs it).
-func (c Calls) Alone(k int) bool { return c.specs[k].alone }
+func (c Parsed) Alone(k int) bool { return c.specs[k].alone }
 
 // Index is the index in the batch of the command of Ops[k].
-func (c Calls) Index(k int) int { return c.at[k] }
+func (c Parsed) Index(k int) int { return c.at[k] }
 
 // Answer writes the reply of each command of Ops from res[k], the store's
 // result for Ops[k].
-func (c Calls) Answer(res []backend.Result, replies []Reply) {
+func (c Parsed) Answer(res []backend.Result, replies []Reply) {
 	for k, i := range c.at {
 		replies[i] = finish(c.specs[k], res[k])
 	}

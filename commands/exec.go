@@ -35,7 +35,7 @@ func (h *Handler) Check(args [][]byte) (r Reply, ok bool) {
 // between MULTI and EXEC is refused in that command's entry, and the others
 // run, as a command that fails at run time in Redis.
 func (h *Handler) Exec(ctx context.Context, cmds [][][]byte, replies []Reply) (abort Reply, ok bool) {
-	calls := h.Calls(cmds, replies)
+	calls := h.ParseBatch(cmds, replies)
 	if len(calls.Ops) == 0 {
 		return Reply{}, true
 	}

@@ -32,7 +32,7 @@ func TestExec(t *testing.T) {
 	block := [][][]byte{args("PK.PREPARE", "ns", "a", "v"), args("PK.GET", "ns", "a"), args("PK.PREPARE", "ns", "b", "v", "EXAT", "1")}
 	tests := []struct {
 		name      string
-		store     Store
+		store     backend.Store
 		wantAbort string
 		want      []Reply
 	}{

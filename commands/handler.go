@@ -1,5 +1,6 @@
-// Package commands turns the PK commands' arguments into calls on a Store
-// and the Store's answers into replies. It does no I/O: the protocol layer
+// Package commands turns the PK commands' arguments into calls on a store
+// (backend.Store, the contract declared in package backend) and the
+// store's answers into replies. It does no I/O: the protocol layer
 // owns connections and the wire format, the backends own storage.
 package commands
 
@@ -43,33 +44,22 @@ var specs = []Spec{
 // Specs lists the PK commands.
 func Specs() []Spec { return append([]Spec(nil), specs...) }
 
-// Handler runs PK commands against a Store.
+// Handler runs PK commands against a store.
 type Handler struct {
-	store  Store
+	store  backend.Store
 	limits Limits
 	now    func() time.Time
 	byName map[string]*Spec
 	sec    secrets
 	// argCheck is the store layout's own check of a command's store call
-	// (ArgRules); nil when the layout takes what the contract allows.
+	// (backend.Info.ArgCheck); nil when the layout takes what the contract
+	// allows.
 	argCheck func(op *backend.Op) error
-}
-
-// ArgRules is a Store whose layout holds fewer names or keys than the
-// contract allows: with layout=wow, Wow's names and keys are Kotlin
-// strings, so they must be valid UTF-8. ArgCheck returns the check that
-// every PK command's store call gets after the command's own checks, alone,
-// pipelined or queued in MULTI (so a refused command changes nothing and a
-// transaction holding one is aborted); its error's text is the whole -ERR
-// reply. It returns nil when the layout takes whatever the contract allows,
-// so that such a store's commands pay nothing for it.
-type ArgRules interface {
-	ArgCheck() func(op *backend.Op) error
 }
 
 // New returns a Handler. now is the sidecar's clock, used only to reject
 // absolute expiry times already past; nil means time.Now.
-func New(store Store, limits Limits, now func() time.Time) *Handler {
+func New(store backend.Store, limits Limits, now func() time.Time) *Handler {
 	if now == nil {
 		now = time.Now
 	}
@@ -77,11 +67,13 @@ func New(store Store, limits Limits, now func() time.Time) *Handler {
 	for i := range specs {
 		h.byName[specs[i].Name] = &specs[i]
 	}
-	if ar, ok := store.(ArgRules); ok {
-		h.argCheck = ar.ArgCheck()
-	}
+	h.argCheck = store.Info().ArgCheck
 	return h
 }
+
+// Info is what the store declares of itself (backend.Store.Info): the
+// server takes its one deadline from it.
+func (h *Handler) Info() backend.Info { return h.store.Info() }
 
 // Do runs the PK command in args (args[0] is its name, in any case). ok is
 // false when args[0] names no PK command, so the caller can try its own.
@@ -129,7 +121,7 @@ func (h *Handler) parse(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
 }
 
 // parseChecked is parse for a store whose layout checks the store call
-// (ArgRules).
+// (backend.Info.ArgCheck).
 func (h *Handler) parseChecked(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
 	op, r, ok := spec.parse(h, args)
 	if ok {
@@ -140,8 +132,8 @@ func (h *Handler) parseChecked(spec *Spec, args [][]byte) (backend.Op, Reply, bo
 	return op, r, ok
 }
 
-// exec makes one store call: a scan (Store.Scan, scan.go) or one op
-// alone (Store.RunOne).
+// exec makes one store call: a scan (backend.Store.Scan, scan.go) or one op
+// alone (backend.Store.RunOne).
 func (h *Handler) exec(ctx context.Context, op backend.Op) backend.Result {
 	if op.Kind == backend.OpScan {
 		page, err := h.scan(ctx, op)
@@ -195,7 +187,7 @@ func (h *Handler) checkValues(values ...[]byte) (Reply, bool) {
 // unavailable reports a store failure. It is never a :0: the command may or
 // may not have taken effect, and the client must check before retrying.
 // refused is the reply to arguments a store's layout cannot take
-// (backend.Refusal, or an ArgRules check's error): its text, which starts
+// (backend.Refusal, or a backend.Info.ArgCheck error): its text, which starts
 // with ERR, as the whole line.
 func refused(err error) Reply {
 	return Reply{Kind: Error, Err: ErrRefused, Text: oneLine(err.Error())}

@@ -61,6 +61,9 @@ func (f *fakeStore) moveKey(ns string, newKey, newValue, oldKey, oldValue []byte
 
 func (f *fakeStore) Ping(context.Context) error { return f.err }
 
+// Info: no layout check, no metrics, the server's timeout.
+func (f *fakeStore) Info() backend.Info { return backend.Info{} }
+
 // Run runs ops one at a time, as a store without a batch of its own does
 // (backend.RunEach); a transaction block is refused, as a store that
 // cannot isolate one refuses it.

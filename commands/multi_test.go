@@ -198,7 +198,7 @@ func TestCallsAnswerScanNotRun(t *testing.T) {
 		{[]byte("PK.GET"), []byte("ns"), []byte("k")},
 	}
 	replies := make([]Reply, len(cmds))
-	calls := h.Calls(cmds, replies)
+	calls := h.ParseBatch(cmds, replies)
 	require.Len(t, calls.Ops, 2)
 	calls.Answer(make([]backend.Result, 2), replies)
 	require.Equal(t, Reply{Kind: ScanPage}, replies[0])

@@ -107,7 +107,7 @@ func matchCount(count, cost int) int { return max(1, min(count, matchBudget/cost
 //
 // where position is the store's Page.Next and tag the first 16 bytes of
 // HMAC-SHA256(secret, "pk.scan" | len(ns) | ns | position). The secret is
-// the store's (Store.Secret): kept by the backend, so a cursor is good on
+// the store's (backend.Store.Secret): kept by the backend, so a cursor is good on
 // any sidecar of that backend and across restarts, and a cursor changed by
 // a client, made up, or handed out for another namespace fails the tag and
 // is "invalid cursor" before the store is asked for a record.

@@ -7,11 +7,11 @@ import (
 	"github.com/prepkey/prepkey/protocol/scheduler"
 )
 
-// A connection's run as its driver sees it (scheduler.Run): the driver
+// A connection's run as its driver sees it (scheduler.Conn): the driver
 // parks and serves it again, and writes the run's replies to its out
 // while it is at the store.
 
-var _ scheduler.Run = (*conn)(nil)
+var _ scheduler.Conn = (*conn)(nil)
 
 // Commands is the run's commands (runArgs).
 func (c *conn) Commands() [][][]byte { return c.runArgs }

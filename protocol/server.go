@@ -52,15 +52,18 @@ type Handler interface {
 	// Batch runs several PK commands, in order, so a store can serve them
 	// in one round trip or one fsync.
 	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
-	// Calls parses and validates PK commands for a Wire, answering the
+	// ParseBatch parses and validates PK commands for a Wire, answering the
 	// refused ones.
-	Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls
+	ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed
 	// Check checks a PK command queued in a transaction without running
 	// it; ok is false with its error reply when it is refused.
 	Check(args [][]byte) (r commands.Reply, ok bool)
 	// Exec runs the PK commands of a transaction as one isolated unit;
 	// ok is false with EXEC's own reply when the block does not run.
 	Exec(ctx context.Context, cmds [][][]byte, replies []commands.Reply) (abort commands.Reply, ok bool)
+	// Info is what the store declares of itself (backend.Store.Info):
+	// the server bounds every submission by its Deadline.
+	Info() backend.Info
 }
 
 // Pinger reports whether the backend can serve now (INFO's backend_ready).
@@ -102,6 +105,8 @@ type Config struct {
 	Wire upstream.Wire
 	// BackendTimeout bounds every store call (--backend-timeout): past it
 	// the commands get -UNAVAILABLE, whatever the store does (default 2s).
+	// A store that declares a longer one (backend.Info.Timeout: Redis with
+	// ?wait=N) gets that instead, on every path (Server.deadline).
 	BackendTimeout time.Duration
 	// MaxTxMemory bounds what the transactions open on all connections
 	// together hold queued (queuedSize: arguments and their headers), as
@@ -126,6 +131,11 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	handler Handler
+	// deadline bounds every submission to the store, on every path (a
+	// batch, EXEC, the loop's own connection to Redis): the store's own
+	// (backend.Info.Timeout), else --backend-timeout. One value, decided
+	// once, so that no path answers -UNAVAILABLE while another still waits.
+	deadline time.Duration
 	// drivers take the runs of PK commands to the store, one per loop
 	// (package scheduler: it decides their path, once).
 	drivers *scheduler.Drivers
@@ -172,10 +182,14 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	s := &Server{cfg: cfg, handler: handler, backend: backend, started: time.Now(),
 		conns: make(map[*conn]struct{}), loopSet: make(map[transport.Loop]int), flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
 	s.mem.limit = max(cfg.MaxClientsMemory, 0)
+	s.deadline = cfg.BackendTimeout
+	if handler != nil { // nil: a server that only counts (benchmarks)
+		s.deadline = handler.Info().Deadline(cfg.BackendTimeout)
+	}
 	s.connCmds = newConnCmds(s)
 	s.stats = stats.New(s.connCmds.Names())
 	s.drivers = scheduler.New(scheduler.Config{Drive: cfg.Drive, Store: handler, Wire: cfg.Wire,
-		BackendTimeout: cfg.BackendTimeout, Stats: s.stats, Logger: cfg.Logger, Closing: s.closing.Load})
+		Deadline: s.deadline, Stats: s.stats, Logger: cfg.Logger, Closing: s.closing.Load})
 	return s
 }
 

@@ -34,6 +34,9 @@ type echoHandler struct {
 	entered chan struct{} // after a send here
 }
 
+// Info: the echo store declares nothing; the server's timeout bounds it.
+func (h *echoHandler) Info() backend.Info { return backend.Info{} }
+
 func (h *echoHandler) IsPK(name []byte) bool { return strings.EqualFold(string(name), "PK.ECHO") }
 
 // Drive is how the echo store is to be driven: serveServer takes it into
@@ -82,12 +85,12 @@ func (h *echoHandler) Batch(_ context.Context, cmds [][][]byte, replies []comman
 	}
 }
 
-// Calls answers every command itself: the echo store has no Wire.
-func (h *echoHandler) Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls {
+// ParseBatch answers every command itself: the echo store has no Wire.
+func (h *echoHandler) ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed {
 	for i, args := range cmds {
 		replies[i] = h.answer(args)
 	}
-	return commands.Calls{}
+	return commands.Parsed{}
 }
 
 // Check refuses what answer refuses.

@@ -204,7 +204,7 @@ func (c *conn) runBlock(t tx) {
 			pk = append(pk, args)
 		}
 	}
-	timeout := c.srv.cfg.BackendTimeout
+	timeout := c.srv.deadline
 	w := new(watchdog.Watch)
 	w.Start(timeout, func() {
 		if w.Expired() {

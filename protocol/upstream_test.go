@@ -114,10 +114,7 @@ func (b *lineBackend) drop() {
 }
 
 // lineWire is the Wire of a lineBackend.
-type lineWire struct {
-	addr    string
-	timeout time.Duration
-}
+type lineWire struct{ addr string }
 
 func (w lineWire) Dial(ctx context.Context) (net.Conn, error) {
 	var d net.Dialer
@@ -127,7 +124,9 @@ func (w lineWire) Dial(ctx context.Context) (net.Conn, error) {
 // Append writes one request line per op; Read answers one op per line.
 func (w lineWire) Append(dst []byte, ops []backend.Op) []byte {
 	for _, op := range ops {
-		dst = fmt.Appendf(dst, "P %s\n", op.Key)
+		if op.Kind != backend.OpScan { // a scan has no request (upstream.Wire)
+			dst = fmt.Appendf(dst, "P %s\n", op.Key)
+		}
 	}
 	return dst
 }
@@ -153,8 +152,15 @@ func (w lineWire) Lost(op backend.Op, cause error) error {
 	return fmt.Errorf("fake: %s lost: %w", op.Key, cause)
 }
 
-func (w lineWire) Late() error            { return errors.New("no answer") }
-func (w lineWire) Timeout() time.Duration { return w.timeout }
+func (w lineWire) Late() error { return errors.New("no answer") }
+
+// MaxReply: 256 MiB, a bound far past any reply of the tests.
+func (w lineWire) MaxReply() int { return 256 << 20 }
+
+// The line backend has no replicas: no request follows a batch's.
+func (w lineWire) AppendSync(dst []byte, _ []backend.Op) ([]byte, bool) { return dst, false }
+func (w lineWire) ReadSync([]byte, []backend.Op, []backend.Result) int  { return 0 }
+func (w lineWire) FailSync([]backend.Op, []backend.Result, error)       {}
 
 // batchingMemory is the memory store served as a batching store (the
 // tests drive it DriveWire), so that the server gives each loop an
@@ -218,7 +224,8 @@ func serveWire(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, s
 
 func serveWireStore(t *testing.T, cfg Config, timeout time.Duration) (*lineBackend, string, *Server, *batchingMemory) {
 	b := startLineBackend(t)
-	cfg.Wire = lineWire{addr: b.ln.Addr().String(), timeout: timeout}
+	cfg.Wire = lineWire{addr: b.ln.Addr().String()}
+	cfg.BackendTimeout = timeout  // the store's deadline, on the Wire and off it
 	cfg.Drive = backend.DriveWire // the tests reach it over lineWire
 	m := &batchingMemory{Store: memory.New(backend.Options{})}
 	addr, srv := serveServer(t, cfg, commands.New(m, commands.DefaultLimits, nil))
@@ -446,6 +453,32 @@ func TestWireAgain(t *testing.T) {
 	a.expect(":0\r\n")
 }
 
+// TestWireAgainBounded: the ops a reply sends again through
+// Handler.Batch (a NOSCRIPT, a scan) are bounded by the store's deadline
+// as every batch is: the store held, they are answered -UNAVAILABLE once
+// it has been silent that long, in their place, and the connection is
+// served again. They once waited on the store with no bound at all.
+func TestWireAgainBounded(t *testing.T) {
+	_, addr, srv, m := serveWireStore(t, Config{}, 200*time.Millisecond)
+	a := dialLines(t, addr)
+	upstreamsReady(t, srv, 1)
+	hold, entered := make(chan struct{}), make(chan struct{}, 1)
+	m.holdNext(hold, entered)
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release() // a failure below must not leave the store held
+	a.send(req("PK.PREPARE", "ns", "k", "v") + req("PK.PREPARE", "ns", "again", "v") + req("PK.PREPARE", "ns", "k", "v"))
+	<-entered
+	a.expect(":1\r\n")
+	a.expect("-UNAVAILABLE no answer within 200ms\r\n")
+	a.expect(":0\r\n")
+	a.send(req("PING"))
+	a.expect("+PONG\r\n")
+	m.holdNext(nil, nil)
+	release() // the late answer is dropped
+	a.send(req("PK.PREPARE", "ns", "again2", "v"))
+	a.expect(":1\r\n")
+}
+
 // TestWireShutdown: a run on its way to the backend when Shutdown begins
 // is answered before its connection closes.
 func TestWireShutdown(t *testing.T) {
@@ -453,7 +486,7 @@ func TestWireShutdown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	h := commands.New(&batchingMemory{Store: memory.New(backend.Options{})}, commands.DefaultLimits, nil)
-	srv := New(Config{Drive: backend.DriveWire, Wire: lineWire{addr: b.ln.Addr().String(), timeout: 5 * time.Second}}, h, readyPinger{})
+	srv := New(Config{Drive: backend.DriveWire, Wire: lineWire{addr: b.ln.Addr().String()}, BackendTimeout: 5 * time.Second}, h, readyPinger{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	a, idle := dialLines(t, ln.Addr().String()), dialLines(t, ln.Addr().String())
@@ -495,7 +528,7 @@ func TestWireShutdown(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 }
 
-// boundedLineWire is a lineWire that bounds a reply (upstream.WireBound).
+// boundedLineWire is a lineWire that bounds a reply (upstream.Wire.MaxReply).
 type boundedLineWire struct {
 	lineWire
 	max int
@@ -511,7 +544,7 @@ func TestWireReplyBound(t *testing.T) {
 	b := startLineBackend(t)
 	huge := make(chan net.Conn, 1)
 	b.hugeReply = huge
-	cfg := Config{Drive: backend.DriveWire, Wire: boundedLineWire{lineWire{addr: b.ln.Addr().String(), timeout: time.Minute}, 64 << 10}}
+	cfg := Config{Drive: backend.DriveWire, Wire: boundedLineWire{lineWire{addr: b.ln.Addr().String()}, 64 << 10}, BackendTimeout: time.Minute}
 	m := &batchingMemory{Store: memory.New(backend.Options{})}
 	addr, srv := serveServer(t, cfg, commands.New(m, commands.DefaultLimits, nil))
 	a := dialLines(t, addr)

@@ -18,7 +18,7 @@ import (
 // libraries are far below it.
 const batchChunk = 256
 
-// Run implements commands.Store. Pipelined, one op runs alone (one: the
+// Run implements backend.Store. Pipelined, one op runs alone (one: the
 // path of a command alone, its own stripes and its own commit, as it always
 // had), several as a pipeline (pipeline: one commit for them all);
 // Isolated, as one isolated unit (isolated).
@@ -34,7 +34,7 @@ func (s *Store) Run(ctx context.Context, ops []backend.Op, res []backend.Result,
 	return nil
 }
 
-// RunOne implements commands.Store: op alone (one).
+// RunOne implements backend.Store: op alone (one).
 func (s *Store) RunOne(ctx context.Context, op backend.Op) backend.Result { return s.one(ctx, &op) }
 
 // one runs op alone: it takes the stripes of its keys (both of a Move's in

@@ -73,7 +73,7 @@ const (
 	memTableSize = 1 << 20
 )
 
-// Store is a commands.Store on a pebble database in one directory.
+// Store is a backend.Store on a pebble database in one directory.
 type Store struct {
 	db      *pebble.DB
 	dirLock *pebble.Lock

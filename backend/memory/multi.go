@@ -91,7 +91,7 @@ func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, buil
 	return true
 }
 
-// Scan implements commands.Store. The shards, one after the other, hold
+// Scan implements backend.Store. The shards, one after the other, hold
 // the records in the order of their hashes (table); a page walks them in
 // that order from its position, the hash of the last record it passed
 // (8 bytes): inserts, deletes and a table's growth move no record in that
@@ -167,7 +167,7 @@ walk:
 // scanWork is how many records a page may pass over per record of COUNT.
 const scanWork = 10
 
-// Secret implements commands.Store. The memory store's records end with
+// Secret implements backend.Store. The memory store's records end with
 // the process, and so do its cursors: the secret is made once per store.
 func (s *Store) Secret(context.Context) ([]byte, error) { return s.secret, nil }
 

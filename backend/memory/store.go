@@ -30,7 +30,7 @@ const (
 // deleted. Calls treat them as absent before that anyway.
 const sweepInterval = time.Second
 
-// Store is the in-memory store. It satisfies commands.Store.
+// Store is the in-memory store. It satisfies backend.Store.
 type Store struct {
 	opts   backend.Options
 	now    func() time.Time
@@ -174,7 +174,7 @@ func (s *Store) lockShards(idx []int) (unlock func()) {
 	}
 }
 
-// Run implements commands.Store.
+// Run implements backend.Store.
 //
 // Pipelined, each op runs on its own, under the locks of its own shards,
 // as the commands would one at a time: a command alone (the sidecar
@@ -196,7 +196,7 @@ func (s *Store) Run(ctx context.Context, ops []backend.Op, res []backend.Result,
 	return nil
 }
 
-// RunOne implements commands.Store: op alone, under the locks of its
+// RunOne implements backend.Store: op alone, under the locks of its
 // shards (one).
 func (s *Store) RunOne(_ context.Context, op backend.Op) backend.Result {
 	var r backend.Result
@@ -307,5 +307,5 @@ func (s *Store) apply(op *backend.Op, k []byte, sh *shard, okey []byte, osh *sha
 	}
 }
 
-// Ping implements commands.Store: memory is always there.
+// Ping implements backend.Store: memory is always there.
 func (s *Store) Ping(context.Context) error { return nil }

@@ -6,7 +6,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Run implements commands.Store. Pipelined, the ops run one at a time, each
+// Run implements backend.Store. Pipelined, the ops run one at a time, each
 // one atomic operation on one document (or composed: opMove, opMPrepare):
 // MongoDB has no batch of atomic document operations, each is its own
 // round trip, and each is bounded by the store's timeout on its own.
@@ -32,7 +32,7 @@ func (s *Store) Run(ctx context.Context, ops []backend.Op, res []backend.Result,
 	return nil
 }
 
-// RunOne implements commands.Store: op alone (one).
+// RunOne implements backend.Store: op alone (one).
 func (s *Store) RunOne(ctx context.Context, op backend.Op) backend.Result { return s.one(ctx, &op) }
 
 // one runs op alone: the store's one switch over the kinds of ops.

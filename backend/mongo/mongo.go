@@ -56,7 +56,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Store is a commands.Store on MongoDB.
+// Store is a backend.Store on MongoDB.
 type Store struct {
 	client  *mongo.Client
 	db      *mongo.Database

@@ -68,7 +68,7 @@ func blockSpan(ops []Op) int {
 	return len(ops)
 }
 
-// Run implements commands.Store: Pipelined, the ops go to Redis as one
+// Run implements backend.Store: Pipelined, the ops go to Redis as one
 // pipeline (pipeline), a command alone as block.lua with one operation;
 // Isolated, as one block.lua call (isolated).
 //
@@ -86,7 +86,7 @@ func (s *Store) Run(ctx context.Context, ops []Op, res []Result, iso backend.Iso
 	return nil
 }
 
-// RunOne implements commands.Store: op alone, a pipeline of one (one).
+// RunOne implements backend.Store: op alone, a pipeline of one (one).
 func (s *Store) RunOne(ctx context.Context, op Op) Result { return s.one(ctx, op) }
 
 // pipeline runs ops, as read from client connections' pipelines, and sets

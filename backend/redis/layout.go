@@ -226,7 +226,7 @@ func checkWow(op *backend.Op, jsonValues bool) error {
 	return check(op.NS, op.Key)
 }
 
-// ArgCheck implements commands.ArgRules: layout=wow refuses keys and
+// ArgCheck is Info's ArgCheck (backend.Info): layout=wow refuses keys and
 // namespaces that are not valid UTF-8 and values that are not JSON (unless
 // the URL says ?values=any); the sidecar's own layout takes what the
 // contract allows (nil: no check at all).

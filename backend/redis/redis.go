@@ -63,7 +63,7 @@ type Config struct {
 	wowHead string
 }
 
-// Store is a commands.Store on Redis. It is safe for concurrent use.
+// Store is a backend.Store on Redis. It is safe for concurrent use.
 type Store struct {
 	target  target
 	opt     rueidis.ClientOption

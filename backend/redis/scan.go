@@ -16,7 +16,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Scan implements commands.Store with Redis's SCAN on the namespace's keys
+// Scan implements backend.Store with Redis's SCAN on the namespace's keys
 // (MATCH on the namespace's key prefix), then one block.lua get per key
 // found, pipelined, which reads the record as PK.GETVALUE does, in either
 // layout (a string, or a hash written before it): a key deleted in
@@ -255,7 +255,7 @@ func globEscape(s string) string {
 // layout (those go on with "{").
 func (s *Store) secretKey() string { return s.keys.secretKey() }
 
-// Secret implements commands.Store: the secret lives in Redis, under the
+// Secret implements backend.Store: the secret lives in Redis, under the
 // key prefix, written once (SET NX) by whichever sidecar comes first, so
 // every sidecar of this Redis shares it, across restarts.
 func (s *Store) Secret(ctx context.Context) ([]byte, error) {

@@ -115,8 +115,8 @@ func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
 // Append appends the requests of ops: EVALSHA of block.lua for each run of
 // them that blockSpan bounds (so one per batch unless the batch is long),
 // which Redis runs as one script each. A scan takes round trips of its
-// own (SCAN, then the reads): it is written as a PING, which keeps its
-// place in the stream, and Read hands it back (again) to go through Batch.
+// own (SCAN, then the reads): it has no request here (upstream.Wire), and
+// the caller sends it through the store's client in its place.
 //
 // Each op is encoded twice (encodeBlockOp): its keys, counted with its
 // arguments, then its arguments; the request's head, which holds the
@@ -126,9 +126,7 @@ func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
 func (w *Wire) Append(dst []byte, ops []backend.Op) []byte {
 	for len(ops) > 0 {
 		k := blockSpan(ops)
-		if k == 0 { // a scan
-			dst = redcon.AppendArray(dst, 1)
-			dst = redcon.AppendBulkString(dst, "PING")
+		if k == 0 { // a scan: no request
 			ops = ops[1:]
 			continue
 		}
@@ -208,10 +206,11 @@ func (t *respSink) argBytes(a []byte) {
 }
 
 // Read decodes, at the start of b, the reply to the first request that
-// Append wrote for ops, into res: it covers ops[:k]. n is 0 while b holds
-// no complete reply. again reports that ops[:k] are to go through Batch:
-// NOSCRIPT (the script did not run: Redis restarted or its cache was
-// flushed; Batch loads it again), or a scan. A Redis error reply
+// Append wrote for ops, into res: it covers ops[:k]. ops[0] is not a scan
+// (it has no request). n is 0 while b holds no complete reply. again
+// reports that ops[:k] are to go through Batch: NOSCRIPT (the script did
+// not run: Redis restarted or its cache was flushed; Batch loads it
+// again). A Redis error reply
 // (LOADING, READONLY, OOM…) is a failure in each res.Err, and an error in
 // the script's array (WRONGTYPE at one key) that op's failure, worded as
 // Batch words them.
@@ -221,9 +220,6 @@ func (w *Wire) Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int,
 		return 0, 0, false
 	}
 	k = blockSpan(ops)
-	if k == 0 {
-		return n, 1, true // a scan's PING answered; the scan goes through Batch
-	}
 	if r.Type == redcon.Error {
 		msg := string(r.Data)
 		if strings.HasPrefix(msg, "NOSCRIPT") {
@@ -274,7 +270,7 @@ func respResult(kind backend.OpKind, r redcon.RESP) (res backend.Result, err err
 	return res, err
 }
 
-// MaxReply implements upstream.WireBound: the largest reply of one
+// MaxReply is upstream.Wire's bound on one reply: the largest reply of one
 // block.lua call, maxBlockOps gets of a value of maxValue (the scripts
 // refuse a larger one), each with its array, ttlAt and flag, and room for
 // an error line. A longer reply, which the scripts never send, closes the
@@ -290,11 +286,6 @@ func (w *Wire) Lost(op backend.Op, cause error) error {
 // Late is the cause Lost reports when Redis did not answer within the
 // timeout.
 func (w *Wire) Late() error { return &noAnswerError{after: w.s.timeout, err: context.DeadlineExceeded} }
-
-// Timeout is --backend-timeout: how long a reply may take; with ?wait=N,
-// plus wait-timeout, since WAIT answers only when replicas did or its own
-// timeout passed.
-func (w *Wire) Timeout() time.Duration { return w.s.timeout + w.s.waitTimeout }
 
 func opName(k backend.OpKind) string {
 	switch k {

@@ -1,7 +1,7 @@
 // Package storetest is the conformance suite that every backend must pass:
 // one test per row of the PK contract that a store decides, plus races over
-// real goroutines, all on the store's own contract (Store: Run, Scan,
-// Secret, Ping). It imports no server
+// real goroutines, all on the store's own contract (backend.Store: Run,
+// RunOne, Scan, Secret, Ping, Info). It imports no server
 // package (commands, protocol), so a backend's test binary links no server;
 // the cases that go through the server (PK.SCAN's cursors, MATCH and
 // LIVE/EXPIRED, MULTI/EXEC over connections) are in e2e/conformance, on
@@ -13,30 +13,20 @@
 package storetest
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/prepkey/prepkey/backend"
 )
 
-// Store is a store under test: the method set of commands.Store, written
-// here so that the suite links no server package (e2e/conformance checks
-// at compile time that the two stay one method set). The suite calls it
-// one command at a time through backend.Calls (each command one op
-// through RunOne, the sidecar's path for a command alone), and with lists
-// of ops through Run (pipelines, transaction blocks).
-type Store interface {
-	Run(ctx context.Context, ops []backend.Op, res []backend.Result, iso backend.Isolation) error
-	RunOne(ctx context.Context, op backend.Op) backend.Result
-	Scan(ctx context.Context, ns string, pos []byte, count int) (backend.Page, error)
-	Secret(ctx context.Context) ([]byte, error)
-	Ping(ctx context.Context) error
-}
-
 // Harness is one fresh, empty store under test and control of its clock.
 type Harness struct {
-	Store Store
+	// Store is the store under test, on the one contract (backend.Store):
+	// the suite calls it one command at a time through backend.Calls (each
+	// command one op through RunOne, the sidecar's path for a command
+	// alone), and with lists of ops through Run (pipelines, transaction
+	// blocks).
+	Store backend.Store
 
 	// Now is the store's clock (for Redis, the server's). Nil means
 	// time.Now.

@@ -50,7 +50,7 @@ func jsonOut(v []byte) ([]byte, error) {
 }
 
 // wrapValues returns s with its values mapped by m.
-func wrapValues(s Store, m *ValueMap) Store { return &valueStore{Store: s, m: m} }
+func wrapValues(s backend.Store, m *ValueMap) backend.Store { return &valueStore{Store: s, m: m} }
 
 // valueStore maps values around a store: those of every op going into Run
 // and those of every record coming out of Run and Scan. After each call it
@@ -58,7 +58,7 @@ func wrapValues(s Store, m *ValueMap) Store { return &valueStore{Store: s, m: m}
 // buffer, so that a store keeping an argument without copying it still
 // fails ArgumentsCopied.
 type valueStore struct {
-	Store
+	backend.Store
 	m *ValueMap
 }
 

@@ -9,14 +9,13 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
-	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
-// store is a backend's store as main holds it: the commands' Store plus
+// store is a backend's store as main holds it: the store contract plus
 // Close.
 type store interface {
-	commands.Store
+	backend.Store
 	io.Closer
 }
 

@@ -157,7 +157,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	go func() { served <- srv.Serve(ln) }()
 	var adm *admin.Server
 	if adminLn != nil {
-		adm = admin.New(admin.Config{Stats: srv, Health: health, Store: st, MaxConns: cfg.adminMaxConns, Live: srv.Alive, Logger: log})
+		adm = admin.New(admin.Config{Stats: srv, Health: health, StoreMetrics: st.Info().Metrics, MaxConns: cfg.adminMaxConns, Live: srv.Alive, Logger: log})
 		go func() {
 			if err := adm.Serve(adminLn); err != nil {
 				served <- fmt.Errorf("admin: %w", err)

@@ -15,17 +15,17 @@ import (
 // batch is the unit of work sent to a store: the runs of one or more of a
 // loop's connections (runs, their commands one after the other in cmds),
 // answered together. A driver makes it (scheduler.go): the wire driver
-// writes it to the loop's own connection to Redis (an upstream.Batch,
-// answered on the loop), and the batch and calls drivers send it to
-// Store.Batch on a goroutine, as a storeBatch.
+// writes it to the loop's own connection to Redis (a wireBatch,
+// wire_batch.go, answered on the loop), and the batch and calls drivers
+// send it to Store.Batch on a goroutine, as a storeBatch.
 type batch struct {
-	runs  []Run
+	runs  []Conn
 	cmds  [][][]byte
 	stats *stats.Loop // the loop's counters (store calls)
 }
 
 // newBatch is runs as one batch, counted into the loop's st.
-func newBatch(runs []Run, st *stats.Loop) batch {
+func newBatch(runs []Conn, st *stats.Loop) batch {
 	return batch{runs: runs, cmds: runsOf(runs), stats: st}
 }
 
@@ -89,7 +89,7 @@ const maxCallCmds = 1024
 // own. A loop that will wait for it passes waited (wait); otherwise the
 // batch resumes the connections itself.
 func (b *storeBatch) start(cfg *Config, loop transport.Loop, d *batchDriver, perCall int, waited bool) {
-	b.loop, b.timeout, b.d, b.perCall, b.began = loop, cfg.BackendTimeout, d, perCall, time.Now()
+	b.loop, b.timeout, b.d, b.perCall, b.began = loop, cfg.Deadline, d, perCall, time.Now()
 	b.answered = make(chan struct{})
 	if !waited {
 		b.state.Store(batchLeft)
@@ -154,7 +154,7 @@ func (b *storeBatch) expire(err error) {
 // finish writes the replies to the connections (at the store: their out
 // and runs are the batch's) and has them resumed. After a late answer the
 // store may still read the runs' arguments: each connection lets go of its
-// copy and makes a new one for its next run (Run.Answer).
+// copy and makes a new one for its next run (Conn.Answer).
 func (b *storeBatch) finish(replies []commands.Reply, late bool) {
 	answer(b.runs, replies, late)
 	if b.d != nil && !late && b.took <= OnLoopBudget {
@@ -196,20 +196,8 @@ func (b *storeBatch) wait(t *time.Timer, budget time.Duration) bool {
 	return true
 }
 
-// The batch on the wire (upstream.Batch): answered on the loop.
-
-func (b *batch) Commands() [][][]byte { return b.cmds }
-
-func (b *batch) Stored(n int, took time.Duration) { b.stats.StoreCall(b.cmds, n, took) }
-
-// Answer writes the replies to the connections' output and resumes them.
-func (b *batch) Answer(replies []commands.Reply) {
-	answer(b.runs, replies, false)
-	resumeAll(b.runs)
-}
-
 // runsOf is the commands of runs, one after the other.
-func runsOf(runs []Run) [][][]byte {
+func runsOf(runs []Conn) [][][]byte {
 	n := 0
 	for _, r := range runs {
 		n += len(r.Commands())
@@ -222,8 +210,8 @@ func runsOf(runs []Run) [][][]byte {
 }
 
 // answer hands each run its replies, in the order of runsOf(runs), all
-// written now (late: see Run.Answer).
-func answer(runs []Run, replies []commands.Reply, late bool) {
+// written now (late: see Conn.Answer).
+func answer(runs []Conn, replies []commands.Reply, late bool) {
 	now := time.Now()
 	i := 0
 	for _, r := range runs {
@@ -233,7 +221,7 @@ func answer(runs []Run, replies []commands.Reply, late bool) {
 	}
 }
 
-func resumeAll(runs []Run) {
+func resumeAll(runs []Conn) {
 	for _, r := range runs {
 		r.Resume()
 	}

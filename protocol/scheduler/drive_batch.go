@@ -45,10 +45,10 @@ type batchDriver struct {
 	work    chan *storeBatch // unbuffered: a batch for a worker that waits (dispatch)
 	workers atomic.Int32     // workers alive (dispatch)
 
-	pending []Run // runs for the next batch on the loop; the loop's own
+	pending []Conn // runs for the next batch on the loop; the loop's own
 
 	mu    sync.Mutex
-	queue []Run         // runs for the next batch off the loop
+	queue []Conn        // runs for the next batch off the loop
 	wake  chan struct{} // holds a token while queue may be non-empty
 	stop  chan struct{}
 }
@@ -68,7 +68,7 @@ func newBatchDriver(cfg *Config, loop transport.Loop) *batchDriver {
 func (*batchDriver) OnLoop() bool { return false }
 
 // Submit queues r's run; called on the loop.
-func (d *batchDriver) Submit(r Run) {
+func (d *batchDriver) Submit(r Conn) {
 	d.queued += len(r.Commands())
 	if d.offLoop.Load() {
 		d.queueOffLoop(r)
@@ -80,7 +80,7 @@ func (d *batchDriver) Submit(r Run) {
 // queueOnLoop adds r's run to the loop's next batch. The round's first run
 // schedules flush, which runs once the loop has served the input that is
 // ready now, with every run submitted meanwhile (takePending).
-func (d *batchDriver) queueOnLoop(r Run, flush func()) {
+func (d *batchDriver) queueOnLoop(r Conn, flush func()) {
 	d.pending = append(d.pending, r)
 	if len(d.pending) == 1 {
 		_ = d.loop.Later(flush)
@@ -90,9 +90,9 @@ func (d *batchDriver) queueOnLoop(r Run, flush func()) {
 // takePending returns the runs queued on the loop. The batch keeps that
 // slice until they are resumed: the next round's is new, sized for a
 // round like this one.
-func (d *batchDriver) takePending() []Run {
+func (d *batchDriver) takePending() []Conn {
 	runs := d.pending
-	d.pending = make([]Run, 0, 2*len(runs))
+	d.pending = make([]Conn, 0, 2*len(runs))
 	return runs
 }
 
@@ -107,7 +107,7 @@ func (d *batchDriver) runOnLoop() {
 }
 
 // queueOffLoop queues runs for the driver's goroutine.
-func (d *batchDriver) queueOffLoop(runs ...Run) {
+func (d *batchDriver) queueOffLoop(runs ...Conn) {
 	d.mu.Lock()
 	d.queue = append(d.queue, runs...)
 	first := len(d.queue) == len(runs)
@@ -133,7 +133,7 @@ func (d *batchDriver) run() {
 		runs := d.queue
 		// The batch keeps runs until they are resumed: a new slice, sized
 		// for a batch like this one.
-		d.queue = make([]Run, 0, 2*len(runs))
+		d.queue = make([]Conn, 0, 2*len(runs))
 		d.mu.Unlock()
 		if len(runs) == 0 {
 			continue

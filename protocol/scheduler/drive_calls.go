@@ -14,12 +14,12 @@ type callsDriver struct {
 	perCall int
 }
 
-func (*callsDriver) OnLoop() bool   { return false }
-func (*callsDriver) Admit(Run) bool { return true }
-func (*callsDriver) Landed(int)     {}
-func (*callsDriver) Close()         {}
+func (*callsDriver) OnLoop() bool    { return false }
+func (*callsDriver) Admit(Conn) bool { return true }
+func (*callsDriver) Landed(int)      {}
+func (*callsDriver) Close()          {}
 
-func (d *callsDriver) Submit(r Run) {
-	b := &storeBatch{batch: newBatch([]Run{r}, d.stats)}
+func (d *callsDriver) Submit(r Conn) {
+	b := &storeBatch{batch: newBatch([]Conn{r}, d.stats)}
 	b.start(d.cfg, nil, nil, d.perCall, false)
 }

@@ -16,12 +16,12 @@ import (
 // runs on a goroutine, off the loop, and other clients do not wait on it.
 type inlineDriver struct{ store Store }
 
-func (inlineDriver) OnLoop() bool   { return true }
-func (inlineDriver) Admit(Run) bool { return true }
-func (inlineDriver) Landed(int)     {}
-func (inlineDriver) Close()         {}
+func (inlineDriver) OnLoop() bool    { return true }
+func (inlineDriver) Admit(Conn) bool { return true }
+func (inlineDriver) Landed(int)      {}
+func (inlineDriver) Close()          {}
 
-func (d inlineDriver) Submit(r Run) {
+func (d inlineDriver) Submit(r Conn) {
 	go func() {
 		cmds := r.Commands()
 		replies := make([]commands.Reply, len(cmds))

@@ -25,10 +25,10 @@ func (s echoStore) Batch(ctx context.Context, cmds [][][]byte, replies []command
 	}
 }
 
-func (echoStore) Calls([][][]byte, []commands.Reply) commands.Calls { return commands.Calls{} }
+func (echoStore) ParseBatch([][][]byte, []commands.Reply) commands.Parsed { return commands.Parsed{} }
 
 func newDrivers(drive backend.Drive, store Store) *Drivers {
-	return New(Config{Drive: drive, Store: store, BackendTimeout: time.Second, Stats: stats.New(nil)})
+	return New(Config{Drive: drive, Store: store, Deadline: time.Second, Stats: stats.New(nil)})
 }
 
 // TestDriveWireWithoutWire: a store whose opener says DriveWire, served

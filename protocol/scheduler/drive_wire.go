@@ -35,7 +35,7 @@ type link interface {
 }
 
 // Submit queues r's run; called on the loop.
-func (w *wireDriver) Submit(r Run) {
+func (w *wireDriver) Submit(r Conn) {
 	w.queued += len(r.Commands())
 	if r.Big() || !w.up.Ready() {
 		// A request of megabytes (an assembled one, conn.serveBig) is not
@@ -56,8 +56,7 @@ func (w *wireDriver) send() {
 		w.queueOffLoop(runs...)
 		return
 	}
-	b := newBatch(runs, w.stats)
-	w.up.Send(&b)
+	w.up.Send(newWireBatch(w, runs))
 }
 
 func (w *wireDriver) Close() {

@@ -13,7 +13,7 @@ import (
 func newLink(cfg *Config, loop transport.Loop) link {
 	return upstream.New(upstream.Config{
 		Wire:    cfg.Wire,
-		Handler: cfg.Store,
+		Timeout: cfg.Deadline,
 		Loop:    loop.(transport.GnetLoop).EventLoop,
 		Name:    fmt.Sprintf("loop-%d", cfg.Stats.UpstreamSeq.Add(1)),
 		Logger:  cfg.Logger,

@@ -7,10 +7,10 @@
 // driver once, from how the store's opener says it is to be driven
 // (backend.Drive), in one switch (Drivers.For).
 //
-// It sees a connection only as its Run: the run's commands, where their
+// It sees a connection only as a Conn: its run's commands, where their
 // replies go, and how the connection is parked, resumed and served again.
 // It may not touch sockets or event loops but through transport.Loop
-// (package transport), frame or write RESP (package resp, through Run),
+// (package transport), frame or write RESP (package resp, through Conn),
 // spell an error reply (the catalogue: commands.Unavailable), or reach a
 // store but through Store (and, for DriveWire, the loop's own connection,
 // package upstream).
@@ -51,13 +51,13 @@ type Driver interface {
 	// once.
 	OnLoop() bool
 	// Admit reports whether r may start a run now. Otherwise r is parked
-	// (Run.Park), its input unread, and served again (Run.Unpark) once the
+	// (Conn.Park), its input unread, and served again (Conn.Unpark) once the
 	// runs under way leave room (Landed).
-	Admit(r Run) bool
-	// Submit takes r's run (Run.Commands) to the store; r is at the store
-	// until its replies are written (Run.Answer) and it is resumed
-	// (Run.Resume).
-	Submit(r Run)
+	Admit(r Conn) bool
+	// Submit takes r's run (Conn.Commands) to the store; r is at the store
+	// until its replies are written (Conn.Answer) and it is resumed
+	// (Conn.Resume).
+	Submit(r Conn)
 	// Landed counts n commands of a run as answered, when the connection
 	// is resumed, on the loop.
 	Landed(n int)
@@ -65,13 +65,13 @@ type Driver interface {
 	Close()
 }
 
-// Run is one connection's run of PK commands as a driver sees it (package
-// protocol's connection): its commands, where their replies go, and the
-// connection's wait for them. Commands, Big, Park, Unpark and Resume are
+// Conn is a client connection as a driver sees it (package protocol's
+// connection) while it has a run of PK commands: the run's commands, where
+// their replies go, and the connection's wait for them. Commands, Big, Park, Unpark and Resume are
 // called on the connection's loop; Answer and ResumeLater while the run is
 // at the store, when the loop leaves the connection alone, on the loop or
 // off it.
-type Run interface {
+type Conn interface {
 	// Commands is the run's commands, in order. They are the connection's
 	// copy, valid until it is resumed.
 	Commands() [][][]byte
@@ -103,9 +103,12 @@ type Store interface {
 	// the others itself).
 	Do(ctx context.Context, args [][]byte) (r commands.Reply, ok bool)
 	// Batch runs several commands, in order, so a store can serve them in
-	// one round trip or one fsync; Calls parses them for the loop's own
-	// connection (DriveWire).
-	upstream.Handler
+	// one round trip or one fsync.
+	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
+	// ParseBatch parses and checks commands into their ops, answering
+	// the refused ones, for the loop's own connection (DriveWire), which
+	// takes ops to the store.
+	ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed
 }
 
 // Config is what the drivers need of the server.
@@ -120,8 +123,10 @@ type Config struct {
 	// a connection of its own (package upstream); without it such a store
 	// is driven backend.DriveBatch.
 	Wire upstream.Wire
-	// BackendTimeout bounds every store call (--backend-timeout).
-	BackendTimeout time.Duration
+	// Deadline bounds every submission to the store, whatever its path:
+	// the store's own (backend.Info.Timeout) or --backend-timeout, as the
+	// server decides once (protocol.Server.deadline).
+	Deadline time.Duration
 	// Stats has each loop's counters (store calls) and the count of the
 	// loops' connections to the store.
 	Stats  *stats.Counters
@@ -259,7 +264,7 @@ func (ds *Drivers) Gauges() []Gauge {
 // behind at most that much. The loop's own.
 type loopRuns struct {
 	queued int
-	parked []Run
+	parked []Conn
 }
 
 // MaxLoopCmds bounds the commands of one loop's runs under way (queued);
@@ -270,7 +275,7 @@ type loopRuns struct {
 const MaxLoopCmds = 4096
 
 // Admit reports whether a run may start; otherwise r waits, parked.
-func (l *loopRuns) Admit(r Run) bool {
+func (l *loopRuns) Admit(r Conn) bool {
 	if l.queued < MaxLoopCmds {
 		return true
 	}

@@ -13,14 +13,16 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/watchdog"
 )
 
 // Config is what a Conn is made of.
 type Config struct {
-	Wire    Wire
-	Handler Handler
+	Wire Wire
+	// Timeout is the one deadline of the store's submissions (the
+	// server's, scheduler.Config.Deadline): how long the backend may be
+	// silent while replies are outstanding, and how long a dial may take.
+	Timeout time.Duration
 	// Loop is the event loop that owns the connection: it is enrolled
 	// there, and every method but Close runs there.
 	Loop gnet.EventLoop
@@ -45,7 +47,10 @@ type Conn struct {
 	fault error // why the loop closes gc, for Lost
 	stop  chan struct{}
 	lost  atomic.Bool // the connection dropped; the next dial logs it regained
-	// maxInput bounds a reply not yet complete (WireBound).
+	// maxInput bounds a reply not yet complete (Wire.MaxReply): past it
+	// (a reply larger than the Wire takes, or one that does not parse: a
+	// desynchronized stream) the connection is closed instead of waiting
+	// for the timeout.
 	maxInput int
 	// watch closes a connection whose backend has been silent for the
 	// timeout while replies are outstanding (watchdog.Watch): since it last
@@ -60,56 +65,48 @@ type Conn struct {
 
 // sentBatch is a batch whose requests are on the connection.
 type sentBatch struct {
-	batch   Batch
-	cmds    [][][]byte
-	replies []commands.Reply
-	calls   commands.Calls
-	res     []backend.Result
-	again   []int // the ops answered "again"
-	read    int   // how many ops have their reply (a prefix: requests answer in order)
-	sync    bool  // a WireSync request follows the ops, its reply not read yet
-	at      time.Time
+	batch Batch
+	ops   []backend.Op
+	res   []backend.Result
+	again []int // the ops answered "again", and the scans
+	read  int   // how many ops have their reply (a prefix: requests answer in order)
+	sync  bool  // a Wire.AppendSync request follows the ops, its reply not read yet
+	at    time.Time
 }
-
-// maxInput bounds replies that do not parse (a desynchronized stream), or
-// are larger than the Wire takes (WireBound): past it the connection is
-// closed instead of waiting for the timeout.
-const maxInput = 256 << 20
 
 var errNoRequest = errors.New("reply to no request")
 
 // New starts dialling the loop's connection; each connection is watched
 // for a backend that goes silent (OnOpen). Close stops both.
 func New(cfg Config) *Conn {
-	u := &Conn{cfg: cfg, stop: make(chan struct{}), maxInput: maxInput}
-	if b, ok := cfg.Wire.(WireBound); ok {
-		u.maxInput = b.MaxReply()
-	}
+	u := &Conn{cfg: cfg, stop: make(chan struct{}), maxInput: cfg.Wire.MaxReply()}
 	go u.dial()
 	return u
 }
 
 // Ready reports whether batches can go on the connection; otherwise they
-// go to Handler.Batch (which reaches the backend its own way, and fails
-// with the backend's error while it is down).
+// go through the store's own client (the wire driver's batch path, which
+// fails with the backend's error while it is down).
 func (u *Conn) Ready() bool { return u.gc != nil }
 
-// Send writes the requests of b's commands and keeps b as sent. Ready must
+// Send writes the requests of b's ops and keeps b as sent. Ready must
 // be true.
 func (u *Conn) Send(b Batch) {
-	cmds := b.Commands()
-	f := &sentBatch{batch: b, cmds: cmds, replies: make([]commands.Reply, len(cmds))}
-	f.calls = u.cfg.Handler.Calls(f.cmds, f.replies)
-	if len(f.calls.Ops) == 0 { // all refused by validation
+	f := &sentBatch{batch: b, ops: b.Ops()}
+	if len(f.ops) == 0 { // all refused by validation
 		u.land(f)
 		return
 	}
-	f.res = make([]backend.Result, len(f.calls.Ops))
-	out := u.cfg.Wire.Append(u.out[:0], f.calls.Ops)
-	if ws, ok := u.cfg.Wire.(WireSync); ok {
-		out, f.sync = ws.AppendSync(out, f.calls.Ops)
-	}
+	f.res = make([]backend.Result, len(f.ops))
+	out := u.cfg.Wire.Append(u.out[:0], f.ops)
+	out, f.sync = u.cfg.Wire.AppendSync(out, f.ops)
 	f.at = time.Now()
+	if len(out) == 0 && len(u.sent) == 0 {
+		// Only scans, which have no request: no reply to wait for.
+		f.readReplies(u.cfg.Wire, nil)
+		u.land(f)
+		return
+	}
 	if len(u.sent) == 0 {
 		u.watch.Busy(f.at)
 	}
@@ -139,7 +136,7 @@ func (u *Conn) watchConn(gc gnet.Conn) {
 		return
 	default:
 	}
-	u.watch.Start(u.cfg.Wire.Timeout(), func() {
+	u.watch.Start(u.cfg.Timeout, func() {
 		if u.watch.Expired() {
 			u.late(gc)
 		}
@@ -157,7 +154,7 @@ func (u *Conn) late(gc gnet.Conn) {
 	_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		switch {
 		case u.gc != gc: // closed meanwhile
-		case len(u.sent) > 0 && u.watch.Silent() >= u.cfg.Wire.Timeout():
+		case len(u.sent) > 0 && u.watch.Silent() >= u.cfg.Timeout:
 			u.fault = u.cfg.Wire.Late()
 			_ = u.cfg.Loop.Close(gc)
 		default:
@@ -185,7 +182,7 @@ func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 		}
 		u.sent[0] = nil
 		u.sent = u.sent[1:]
-		f.batch.Stored(len(f.calls.Ops), time.Since(f.at))
+		f.batch.Stored(len(f.ops), time.Since(f.at))
 		u.land(f)
 	}
 	if off > 0 { // Discard(0) would drop it all
@@ -209,8 +206,15 @@ func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 // readReplies reads the replies in b for the ops of f still waiting; it
 // returns the bytes used and whether f is complete.
 func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
-	for f.read < len(f.calls.Ops) {
-		n, k, again := w.Read(b[used:], f.calls.Ops[f.read:], f.res[f.read:])
+	for f.read < len(f.ops) {
+		if f.ops[f.read].Kind == backend.OpScan {
+			// No request on the wire (Wire.Append): it goes through the
+			// store's client in its place (Batch.Answer).
+			f.again = append(f.again, f.read)
+			f.read++
+			continue
+		}
+		n, k, again := w.Read(b[used:], f.ops[f.read:], f.res[f.read:])
 		if n == 0 {
 			return used, false
 		}
@@ -223,7 +227,7 @@ func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 		f.read += k
 	}
 	if f.sync {
-		n := w.(WireSync).ReadSync(b[used:], f.calls.Ops, f.res)
+		n := w.ReadSync(b[used:], f.ops, f.res)
 		if n == 0 {
 			return used, false
 		}
@@ -233,33 +237,9 @@ func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 	return used, true
 }
 
-// land answers f's batch. The ops answered "again" (the backend lost its
-// scripts) go through Handler.Batch first, which loads the scripts again;
-// that waits on the backend, so it happens on a goroutine, and the
-// batch is answered when it is done, on the loop, in order.
-func (u *Conn) land(f *sentBatch) {
-	f.calls.Answer(f.res, f.replies)
-	if len(f.again) == 0 {
-		f.batch.Answer(f.replies)
-		return
-	}
-	go func() {
-		cmds := make([][][]byte, len(f.again))
-		replies := make([]commands.Reply, len(f.again))
-		for j, k := range f.again {
-			cmds[j] = f.cmds[f.calls.Index(k)]
-		}
-		u.cfg.Handler.Batch(context.Background(), cmds, replies)
-		for j, k := range f.again {
-			f.replies[f.calls.Index(k)] = replies[j]
-		}
-		_ = u.cfg.Loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			f.batch.Answer(f.replies)
-			return nil
-		}))
-		// An error means the loops are stopping; they close the connections.
-	}()
-}
+// land hands f's batch its results, and the ops that are to go through
+// the store's own client (again).
+func (u *Conn) land(f *sentBatch) { f.batch.Answer(f.res, f.again) }
 
 // OnClose answers the batches still waiting with the failure: their ops
 // may or may not have run. A new connection is dialled.
@@ -281,17 +261,17 @@ func (u *Conn) OnClose(_ gnet.Conn, err error) {
 		// leaves answered -UNAVAILABLE (they may or may not have run).
 		waiting := 0
 		for _, f := range batches {
-			waiting += len(f.calls.Ops) - f.read
+			waiting += len(f.ops) - f.read
 		}
 		u.lost.Store(true)
 		u.cfg.Logger.Warn("backend connection lost", "conn", u.cfg.Name, "err", cause, "unanswered", waiting)
 	}
 	for _, f := range batches {
-		for k := f.read; k < len(f.calls.Ops); k++ {
-			f.res[k] = backend.Result{Err: u.cfg.Wire.Lost(f.calls.Ops[k], cause)}
+		for k := f.read; k < len(f.ops); k++ {
+			f.res[k] = backend.Result{Err: u.cfg.Wire.Lost(f.ops[k], cause)}
 		}
 		if f.sync { // the writes ran, no replica is known to have them
-			u.cfg.Wire.(WireSync).FailSync(f.calls.Ops, f.res, cause)
+			u.cfg.Wire.FailSync(f.ops, f.res, cause)
 		}
 		u.land(f)
 	}
@@ -301,7 +281,7 @@ func (u *Conn) OnClose(_ gnet.Conn, err error) {
 }
 
 // dial connects until it succeeds or the server stops, backing off up to
-// a second between tries. Meanwhile batches go through Handler.Batch.
+// a second between tries. Meanwhile batches go through the store's client.
 func (u *Conn) dial() {
 	var delay time.Duration
 	for {
@@ -311,7 +291,7 @@ func (u *Conn) dial() {
 		case <-time.After(delay):
 		}
 		delay = min(max(2*delay, 50*time.Millisecond), time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), u.cfg.Wire.Timeout())
+		ctx, cancel := context.WithTimeout(context.Background(), u.cfg.Timeout)
 		nc, err := u.cfg.Wire.Dial(ctx)
 		cancel()
 		if err != nil {

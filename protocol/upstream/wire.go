@@ -11,7 +11,9 @@
 // Package protocol drives it: its wire driver makes one Conn per event loop
 // (New), sends batches on it while it is up (Ready, Send), and hands it
 // the gnet events of its connection (OnOpen, OnTraffic, OnClose), as it
-// does a client's. A Conn answers each Batch once, on the loop.
+// does a client's. A Conn answers each Batch once, on the loop. It sees
+// ops and results, never commands or replies (package commands): the wire
+// driver parses a batch and writes its replies.
 //
 // This file builds everywhere (package protocol names Wire in its Config);
 // the connection itself (conn.go) needs gnet, which the WebAssembly build
@@ -24,7 +26,6 @@ import (
 	"time"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/commands"
 )
 
 // Wire is a store's requests and replies on the wire (redis.Wire).
@@ -33,38 +34,38 @@ type Wire interface {
 	Dial(ctx context.Context) (net.Conn, error)
 	// Append appends the requests of a batch's ops: one or a few script
 	// calls, each running several ops (redis.Wire: block.lua, bounded so
-	// that one call holds Redis for at most about a millisecond).
+	// that one call holds Redis for at most about a millisecond). A scan
+	// (backend.OpScan: many round trips, never one request) has none: the
+	// Batch runs it through the store's client in its place (Batch.Answer).
 	Append(dst []byte, ops []backend.Op) []byte
 	// Read decodes, at the start of b, the reply to the first request that
-	// Append wrote for ops, into res[:k]: it answers ops[:k]. n is 0 until b
-	// holds a complete reply. again asks for ops[:k] to be run again
-	// through Handler.Batch (the backend lost its scripts: none of them
-	// ran). Where one request ends must follow from the ops alone, from the
+	// Append wrote for ops, into res[:k]: it answers ops[:k]; ops[0] is
+	// never a scan. n is 0 until b holds a complete reply. again asks for
+	// ops[:k] to be run again through the store's own client (the backend
+	// lost its scripts: none of them ran; Batch.Answer). Where one request
+	// ends must follow from the ops alone, from the
 	// first: the Conn calls Read with the ops from the first unanswered.
 	Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int, again bool)
 	// Lost is op's failure when the connection went before its reply.
 	Lost(op backend.Op, cause error) error
-	// Late is the cause given to Lost when no reply came within Timeout.
+	// Late is the cause given to Lost when no reply came within the
+	// deadline (Config.Timeout).
 	Late() error
-	// Timeout is how long a reply may take (--backend-timeout).
-	Timeout() time.Duration
-}
 
-// WireBound is a Wire that bounds one reply (redis.Wire: what one script
-// call answers within --max-value-bytes): a connection holding more than
-// MaxReply bytes of a reply not yet complete is closed, and its batches
-// fail as lost, instead of buffering whatever the backend sends (a reply
-// the backend should never send: the scripts refuse a larger record
-// themselves). A Wire without it is bounded at 256 MiB.
-type WireBound interface {
+	// MaxReply bounds one reply (redis.Wire: what one script call answers
+	// within --max-value-bytes): a connection holding more than MaxReply
+	// bytes of a reply not yet complete is closed, and its batches fail
+	// as lost, instead of buffering whatever the backend sends (a reply
+	// the backend should never send: the scripts refuse a larger record
+	// themselves).
 	MaxReply() int
-}
 
-// WireSync is a Wire whose writes are answered only once replicas have
-// them (redis.Wire with ?wait=N): after a batch's requests it sends one
-// more (WAIT), on the same connection, whose reply decides the writes'
-// outcome.
-type WireSync interface {
+	// The writes' confirmation by replicas (redis.Wire with ?wait=N):
+	// after a batch's requests the Conn sends one more (WAIT), on the
+	// same connection, whose reply decides the writes' outcome. Every
+	// Wire has it, declared here rather than found by assertion; a Wire
+	// without replicas to wait for answers false from AppendSync.
+	//
 	// AppendSync appends the request that follows ops' requests; ok is
 	// false when none is needed (no write among ops, or no wait set).
 	AppendSync(dst []byte, ops []backend.Op) (out []byte, ok bool)
@@ -76,25 +77,19 @@ type WireSync interface {
 	FailSync(ops []backend.Op, res []backend.Result, cause error)
 }
 
-// Handler is what a Conn needs of the PK commands (commands.Handler).
-type Handler interface {
-	// Calls parses and validates cmds into store calls, answering the
-	// refused ones in replies.
-	Calls(cmds [][][]byte, replies []commands.Reply) commands.Calls
-	// Batch runs cmds through the store's own client: for the ops the
-	// Wire answers "again".
-	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
-}
-
 // Batch is a batch of PK commands sent on a Conn (package protocol's
-// runs of one loop's connections), and where its replies go.
+// runs of one loop's connections), as ops: the Conn sees no command and
+// writes no reply, it takes ops to the store and hands back their results.
 type Batch interface {
-	// Commands are the batch's commands, in order.
-	Commands() [][][]byte
+	// Ops are the batch's ops, in order (its commands, parsed and checked
+	// by whoever made the batch).
+	Ops() []backend.Op
 	// Stored reports, on the loop, that the store answered the batch's n
 	// ops in took (metrics); not called when the connection dropped.
 	Stored(n int, took time.Duration)
-	// Answer has the batch's replies, replies[i] for Commands()[i]: once,
-	// on the loop.
-	Answer(replies []commands.Reply)
+	// Answer has the results, res[k] for Ops()[k]: once, on the loop.
+	// again lists, in order, the ops that have no result here and are to
+	// go through the store's own client: a scan (it has no request on the
+	// wire) and an op answered NOSCRIPT (the store lost its scripts).
+	Answer(res []backend.Result, again []int)
 }
