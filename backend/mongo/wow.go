@@ -473,7 +473,7 @@ func (s *Store) wowScan(ctx context.Context, ns string, pos []byte, count int) (
 	return page, nil
 }
 
-// ArgCheck gives the command layer (commands.ArgRules, where it exists) the
+// ArgCheck gives the command layer (through Info().ArgCheck) the
 // checks of layout=wow to run when a command is parsed, so that a refused
 // command is refused alone, pipelined or queued in MULTI alike, before it
 // reaches the store: keys and the namespace UTF-8, values and IFEQ values

@@ -58,6 +58,53 @@ func runFaults(t *testing.T, newStore NewStore) {
 		t.Run("mprepare all free/"+at.String(), func(t *testing.T) { testMPrepareFault(t, newStore, at, false) })
 		t.Run("mprepare last key taken/"+at.String(), func(t *testing.T) { testMPrepareFault(t, newStore, at, true) })
 	}
+	t.Run("undo keeps another client's change", func(t *testing.T) { testUndoKeepsChange(t, newStore) })
+}
+
+// testUndoKeepsChange: a composed command that reserved a key and then
+// gives up must undo only its own reservation. Another client that
+// changed the record in between (REPREPARE KEEPTTL, which a composed
+// command's own marks must not survive) keeps its change. MongoDB kept
+// its undo mark through a KEEPTTL change until the unrestricted
+// linearizability check on FerretDB v2 found it; this row holds every
+// composing store to it.
+func testUndoKeepsChange(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore, tableRetention)
+	// change installs a fault that, when the command is about to run
+	// step, has another client change key to value, and reports whether
+	// it did.
+	change := func(step backend.Step, key, value string) *bool {
+		changed := new(bool)
+		e.h.Fault(func(s backend.Step) error {
+			if s == step && !*changed {
+				*changed = e.reprepare(ns, key, value, backend.Cond{}, keepTTL)
+			}
+			return nil
+		})
+		e.t.Cleanup(func() { e.h.Fault(nil) })
+		return changed
+	}
+
+	// MPREPARE a b: a reserved, then changed by another client; b taken,
+	// so the command undoes a.
+	require.True(t, e.prepare(ns, "b", "taken", forever))
+	changed := change(backend.Step{Name: "reserve", Index: 1}, "a", "changed")
+	require.False(t, e.mprepare(forever, entry(ns, "a", "mine"), entry(ns, "b", "mine")))
+	e.h.Fault(nil)
+	require.True(t, *changed, "the fault never ran: the row proves nothing")
+	e.requireRecord(ns, "a", "changed", ttlWant{}, true)
+	e.requireRecord(ns, "b", "taken", ttlWant{}, true)
+
+	// A key change to n from o whose value differs: n reserved, then
+	// changed by another client; the release of o finds no match, so the
+	// command undoes n.
+	require.True(t, e.prepare(ns, "o", "other", forever))
+	changed = change(backend.Step{Name: "release"}, "n", "changed")
+	require.Equal(t, backend.OldKeyMismatch, e.move(ns, "n", "mine", "o", "mine", forever))
+	e.h.Fault(nil)
+	require.True(t, *changed, "the fault never ran: the row proves nothing")
+	e.requireRecord(ns, "n", "changed", ttlWant{}, true)
+	e.requireRecord(ns, "o", "other", ttlWant{}, true)
 }
 
 // testMoveFault: a key change from old (holding held) to new with a fault
