@@ -77,16 +77,23 @@ type hostSock struct {
 // sockets is the host's socket table and wazero's functions it overrides.
 type sockets struct {
 	orig map[string]api.GoModuleFunction // wazero's wasi_snapshot_preview1
-	fds  map[int32]*hostSock
-	next int32
-	wake int // eventfd written when the host stops
+	defs map[string]api.FunctionDefinition
+	// calls counts the module's calls (WASMHOST_COUNT); nil: no counting.
+	calls calls
+	fds   map[int32]*hostSock
+	next  int32
+	wake  int // eventfd written when the host stops
 	// mod is the module calling, to close when the host stops.
 	mod api.Module
 }
 
+// overridden are wazero's functions the host exports its own of.
+var overridden = map[string]bool{"fd_read": true, "fd_write": true, "fd_close": true, "fd_fdstat_get": true,
+	"fd_fdstat_set_flags": true, "fd_filestat_get": true, "poll_oneoff": true, "sock_accept": true, "sock_shutdown": true}
+
 // newSockets compiles wazero's WASI functions to keep them callable.
-func newSockets(ctx context.Context, r wazero.Runtime) (*sockets, error) {
-	compiled, err := wasi_snapshot_preview1.NewBuilder(r).Compile(ctx)
+func newSockets(ctx context.Context, r wazero.Runtime, c calls) (*sockets, error) {
+	orig, defs, err := wazeroWASI(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -94,13 +101,8 @@ func newSockets(ctx context.Context, r wazero.Runtime) (*sockets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	s := &sockets{orig: map[string]api.GoModuleFunction{}, fds: map[int32]*hostSock{}, next: sockBase, wake: wake}
-	for name, def := range compiled.ExportedFunctions() {
-		if f, ok := def.GoFunction().(api.GoModuleFunction); ok {
-			s.orig[name] = f
-		}
-	}
-	for _, name := range []string{"fd_read", "fd_write", "fd_close", "fd_fdstat_get", "fd_fdstat_set_flags", "fd_filestat_get", "poll_oneoff", "sock_accept", "sock_shutdown"} {
+	s := &sockets{orig: orig, defs: defs, calls: c, fds: map[int32]*hostSock{}, next: sockBase, wake: wake}
+	for name := range overridden {
 		if s.orig[name] == nil {
 			return nil, fmt.Errorf("wazero exports no %s to delegate to", name)
 		}
@@ -153,14 +155,18 @@ func (s *sockets) listen(addr string) (int32, error) {
 // overrides and the socket functions.
 func (s *sockets) instantiate(ctx context.Context, r wazero.Runtime) error {
 	b := r.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
-	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
+	if s.calls == nil {
+		wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
+	} else {
+		exportCounted(b, s.orig, s.defs, overridden, s.calls)
+	}
 	export := func(name string, params int, fn func(ctx context.Context, mod api.Module, p []uint32) uint32) {
 		types := make([]api.ValueType, params)
 		for i := range types {
 			types[i] = api.ValueTypeI32
 		}
 		orig := s.orig[name]
-		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+		b.NewFunctionBuilder().WithGoModuleFunction(s.calls.wrap(name, api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
 			// i32 arguments may carry garbage in the upper bits.
 			p := make([]uint32, params)
 			for i := range p {
@@ -173,7 +179,7 @@ func (s *sockets) instantiate(ctx context.Context, r wazero.Runtime) error {
 			}
 			s.mod = mod
 			stack[0] = uint64(fn(ctx, mod, p))
-		}), types, []api.ValueType{api.ValueTypeI32}).Export(name)
+		})), types, []api.ValueType{api.ValueTypeI32}).Export(name)
 	}
 	export("fd_read", 4, s.fdRead)
 	export("fd_write", 4, s.fdWrite)
