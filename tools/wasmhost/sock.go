@@ -85,6 +85,13 @@ type sockets struct {
 	wake  int // eventfd written when the host stops
 	// mod is the module calling, to close when the host stops.
 	mod api.Module
+	// Reused by every call (the module calls one function at a time): a
+	// request's calls allocate nothing.
+	args  [8]uint32
+	iov   [][]byte
+	pfds  []unix.PollFd
+	which []int
+	ev    [eventSize]byte
 }
 
 // overridden are wazero's functions the host exports its own of.
@@ -168,7 +175,7 @@ func (s *sockets) instantiate(ctx context.Context, r wazero.Runtime) error {
 		orig := s.orig[name]
 		b.NewFunctionBuilder().WithGoModuleFunction(s.calls.wrap(name, api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
 			// i32 arguments may carry garbage in the upper bits.
-			p := make([]uint32, params)
+			p := s.args[:params]
 			for i := range p {
 				p[i] = uint32(stack[i])
 			}
@@ -251,9 +258,10 @@ func (s *sockets) exit() error {
 	panic(sys.NewExitError(0))
 }
 
-// iovecs are the module's buffers (ciovec/iovec: offset, length).
-func iovecs(mem api.Memory, iovs, n uint32) ([][]byte, bool) {
-	bufs := make([][]byte, 0, n)
+// iovecs are the module's buffers (ciovec/iovec: offset, length), in bufs'
+// room.
+func iovecs(bufs [][]byte, mem api.Memory, iovs, n uint32) ([][]byte, bool) {
+	bufs = bufs[:0]
 	for i := range n {
 		off, ok1 := mem.ReadUint32Le(iovs + 8*i)
 		l, ok2 := mem.ReadUint32Le(iovs + 8*i + 4)
@@ -268,16 +276,20 @@ func iovecs(mem api.Memory, iovs, n uint32) ([][]byte, bool) {
 
 func (s *sockets) rw(mod api.Module, p []uint32, events int16, op func(int, [][]byte) (int, error)) uint32 {
 	hs := s.fds[int32(p[0])]
-	bufs, ok := iovecs(mod.Memory(), p[1], p[2])
+	bufs, ok := iovecs(s.iov, mod.Memory(), p[1], p[2])
 	if !ok {
 		return errnoFault
 	}
+	s.iov = bufs
 	for {
 		n, err := op(hs.fd, bufs)
-		if errors.Is(err, unix.EINTR) {
+		if err == unix.EINTR {
 			continue
 		}
-		if errors.Is(err, unix.EAGAIN) && !hs.nonblock {
+		if err == unix.EAGAIN {
+			if hs.nonblock {
+				return errnoAgain
+			}
 			if err := s.wait(hs.fd, events, -1); err != nil {
 				return errno(err)
 			}
@@ -293,12 +305,24 @@ func (s *sockets) rw(mod api.Module, p []uint32, events int16, op func(int, [][]
 	}
 }
 
+// fdRead and fdWrite make one read(2) or write(2) of a single buffer (Go's
+// runtime passes one), readv(2) or writev(2) of more.
 func (s *sockets) fdRead(_ context.Context, mod api.Module, p []uint32) uint32 {
-	return s.rw(mod, p, unix.POLLIN, unix.Readv)
+	return s.rw(mod, p, unix.POLLIN, func(fd int, bufs [][]byte) (int, error) {
+		if len(bufs) == 1 {
+			return unix.Read(fd, bufs[0])
+		}
+		return unix.Readv(fd, bufs)
+	})
 }
 
 func (s *sockets) fdWrite(_ context.Context, mod api.Module, p []uint32) uint32 {
-	return s.rw(mod, p, unix.POLLOUT, unix.Writev)
+	return s.rw(mod, p, unix.POLLOUT, func(fd int, bufs [][]byte) (int, error) {
+		if len(bufs) == 1 {
+			return unix.Write(fd, bufs[0])
+		}
+		return unix.Writev(fd, bufs)
+	})
 }
 
 func (s *sockets) fdClose(_ context.Context, _ api.Module, p []uint32) uint32 {
@@ -531,8 +555,7 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 	}
 	timeout := int64(-1)
 	clock := -1
-	pfds := make([]unix.PollFd, 0, nsubs+1)
-	which := make([]int, 0, nsubs)
+	pfds, which := s.pfds[:0], s.which[:0]
 	for i := range int(nsubs) {
 		sub := subs[i*subscriptionSize : (i+1)*subscriptionSize]
 		switch sub[8] {
@@ -559,6 +582,7 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 		}
 	}
 	pfds = append(pfds, unix.PollFd{Fd: int32(s.wake), Events: unix.POLLIN})
+	s.pfds, s.which = pfds, which
 	var ts *unix.Timespec
 	if timeout >= 0 {
 		t := unix.NsecToTimespec(timeout)
@@ -575,7 +599,7 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 		_ = s.exit()
 	}
 	var events uint32
-	ev := make([]byte, eventSize)
+	ev := s.ev[:]
 	put := func(sub []byte, flags uint16) bool {
 		clear(ev)
 		copy(ev[0:8], sub[0:8]) // userdata
