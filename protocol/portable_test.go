@@ -9,7 +9,8 @@ var testPortable bool
 // TestPortable runs the transport's tests on the portable transport (a
 // goroutine per connection, as on wasip1): pipelines in order on every
 // path a PK command takes, requests across many reads, mangled input
-// (the framing guard), shutdown with a run at the store.
+// (the framing guard), shutdown with a run at the store, the runs of many
+// connections joined in one batch.
 func TestPortable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the transport's tests again on the portable transport")
@@ -21,6 +22,7 @@ func TestPortable(t *testing.T) {
 		test func(*testing.T)
 	}{
 		{"PipelineOrder", TestPipelineOrder},
+		{"BatchesJoinClients", TestBatchesJoinClients},
 		{"ShutdownAnswersInFlight", TestShutdownAnswersInFlight},
 		{"LargeRequests", TestLargeRequests},
 		{"MangledInput", TestMangledInput},

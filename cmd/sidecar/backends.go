@@ -41,7 +41,7 @@ type opened struct {
 // opened by openFile, openRedis and openMongo (backends_native.go; wasip1.go
 // refuses them).
 func openBackend(ctx context.Context, c config, log *slog.Logger) (opened, error) {
-	opts := backend.Options{Retention: c.retention, MaxValueBytes: c.maxValueBytes}
+	opts := backend.Options{Retention: c.retention, MaxValueBytes: c.maxValueBytes, Now: storeClock()}
 	scheme, rest, ok := strings.Cut(c.backendURL, ":")
 	if !ok {
 		return opened{}, fmt.Errorf("--backend %q has no scheme (want memory:, file:DIR, redis://…, mongodb://…)", c.backendURL)

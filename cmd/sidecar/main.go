@@ -146,7 +146,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		MaxTxMemory:      int64(cfg.maxTxMemory),
 		Logger:           log,
 		MaxClientsMemory: int64(cfg.maxClientsMemory),
-	}, commands.New(st, limits, nil), st)
+	}, commands.New(st, limits, storeClock()), st)
 
 	// The backend's health is watched whether or not /readyz is served: its
 	// transitions are logged (lost, regained).

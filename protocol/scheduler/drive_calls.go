@@ -5,9 +5,7 @@ import "github.com/prepkey/prepkey/protocol/stats"
 // callsDriver drives a store that does not batch (backend.DriveCalls,
 // MongoDB: no batch of atomic document operations): each run is a batch
 // of its own, on a goroutine of its own, one store call per command
-// (perCall 1), bounded by the backend timeout as every batch is. The
-// portable transport, with no loop to wait on a batch, drives a store that
-// batches so too, maxCallCmds commands per call.
+// (perCall 1), bounded by the backend timeout as every batch is.
 type callsDriver struct {
 	cfg     *Config
 	stats   *stats.Loop // the loop's counters

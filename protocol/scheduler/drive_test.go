@@ -52,8 +52,9 @@ func (*fakeLoop) Later(func()) error     { return nil }
 func (*fakeLoop) CloseConn(transport.IO) {}
 
 // TestDriverFor: each Drive gets its driver, one per loop; the portable
-// transport (no loop) drives a store that batches a run at a time, as
-// DriveCalls does, maxCallCmds commands per store call.
+// transport (no loop) drives a store that batches with one driver for all
+// its connections (drive_portable.go), and a store that does not a run
+// at a time, one command per store call.
 func TestDriverFor(t *testing.T) {
 	loop := &fakeLoop{}
 	for _, tc := range []struct {
@@ -62,7 +63,7 @@ func TestDriverFor(t *testing.T) {
 		perCall int // on the portable transport
 	}{
 		{backend.DriveInline, "scheduler.inlineDriver", 0},
-		{backend.DriveBatch, "*scheduler.batchDriver", maxCallCmds},
+		{backend.DriveBatch, "*scheduler.batchDriver", 0},
 		{backend.DriveCalls, "*scheduler.callsDriver", 1},
 	} {
 		ds := newDrivers(tc.drive, echoStore{})
@@ -75,6 +76,10 @@ func TestDriverFor(t *testing.T) {
 		}
 		switch p := ds.For(nil).(type) {
 		case inlineDriver:
+		case portableDriver:
+			if tc.drive != backend.DriveBatch || ds.For(nil) != p {
+				t.Errorf("%v, portable: %T, or not one for all connections", ds.drive, p)
+			}
 		case *callsDriver:
 			if p.perCall != tc.perCall {
 				t.Errorf("%v, portable: %d commands per store call, want %d", ds.drive, p.perCall, tc.perCall)

@@ -145,6 +145,9 @@ type Drivers struct {
 
 	mu     sync.Mutex
 	byLoop map[transport.Loop]Driver
+	// portable is the portable transport's connections' driver of a store
+	// that batches, made on first use (drive_portable.go).
+	portable Driver
 }
 
 // New is the drivers of a server. It is the one place that decides how PK
@@ -180,7 +183,10 @@ func (ds *Drivers) For(loop transport.Loop) Driver {
 	case ds.drive == backend.DriveCalls:
 		d = &callsDriver{cfg: &ds.cfg, stats: ds.cfg.Stats.ForLoop(loop), perCall: 1}
 	case loop == nil:
-		d = &callsDriver{cfg: &ds.cfg, stats: ds.cfg.Stats.ForLoop(loop), perCall: maxCallCmds}
+		if ds.portable == nil {
+			ds.portable = newPortableDriver(&ds.cfg)
+		}
+		d = ds.portable
 	case ds.drive == backend.DriveWire:
 		d = newWireDriver(&ds.cfg, loop)
 	default: // backend.DriveBatch
@@ -198,6 +204,10 @@ func (ds *Drivers) Close() {
 	defer ds.mu.Unlock()
 	for _, d := range ds.byLoop {
 		d.Close()
+	}
+	if ds.portable != nil {
+		ds.portable.Close()
+		ds.portable = nil
 	}
 	clear(ds.byLoop)
 }
@@ -223,12 +233,20 @@ func (ds *Drivers) Gauges() []Gauge {
 	for _, d := range ds.byLoop {
 		drivers = append(drivers, d)
 	}
+	if ds.portable != nil {
+		drivers = append(drivers, ds.portable)
+	}
 	ds.mu.Unlock() // a loop takes the lock to open a connection (For)
 	var gs []Gauge
 	for _, d := range drivers {
 		var b *batchDriver
 		var w *wireDriver
 		switch d := d.(type) {
+		case portableDriver: // no loop: its batches are all off one
+			d.d.mu.Lock()
+			gs = append(gs, Gauge{OffLoop: true, OffQueue: len(d.d.queue), Workers: int(d.d.workers.Load())})
+			d.d.mu.Unlock()
+			continue
 		case *batchDriver:
 			b = d
 		case *wireDriver:

@@ -12,9 +12,9 @@ import (
 // and one that writes its replies, so that, as on gnet, conn's writes never
 // wait on the client and what it has not read is counted (OutboundBuffered)
 // and bounded by conn's limits.
-// No loop waits on a batch here: a store that batches gets each run of a
-// connection as a batch of its own, on a goroutine (package scheduler's
-// callsDriver), as one Handler.Batch.
+// No loop waits on a batch here: a store that batches gets the runs of all
+// the connections in batches from one goroutine (package scheduler's
+// portableDriver).
 type portableLoops struct {
 	closing func() bool // the server is shutting down: close at once
 
@@ -42,6 +42,7 @@ func (l *portableLoops) Enroll(nc net.Conn, c Served) (Handle, error) {
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			_ = rc.Control(func(f uintptr) { fd = int(f) })
+			p.raw = rc
 		}
 	}
 	// The connection is set up before it is served, as gnet's OnOpen does.
@@ -82,6 +83,13 @@ type portableConn struct {
 	out     []byte    // replies not yet handed to the socket
 	writing int       // bytes handed to the socket, not yet taken
 	closing bool      // no more replies: write out, then close
+	// turn is set while a goroutine runs conn's code under mu and will
+	// write out its replies itself when done (unlock), so Write need not
+	// wake the writer.
+	turn bool
+	// raw writes to the socket without waiting (unlock); nil when the
+	// connection has no descriptor: the writer writes everything.
+	raw syscall.RawConn
 }
 
 // closeWait bounds how long the replies written before a close (a protocol
@@ -109,7 +117,7 @@ func (p *portableConn) read(closing bool) {
 			return
 		}
 		n, err := p.nc.Read(buf)
-		p.mu.Lock()
+		p.lock()
 		if n > 0 && !p.closed {
 			p.in = append(p.in, buf[:n]...)
 			if len(p.in) == n && cap(p.in) <= portableKeep {
@@ -122,8 +130,53 @@ func (p *portableConn) read(closing bool) {
 		if err != nil {
 			p.closeLocked()
 		}
-		p.mu.Unlock()
+		p.unlock()
 	}
+}
+
+// lock takes the connection's loop (mu) for a turn of conn's code, whose
+// replies unlock writes out.
+func (p *portableConn) lock() {
+	p.mu.Lock()
+	p.wmu.Lock()
+	p.turn = true
+	p.wmu.Unlock()
+}
+
+// unlock ends a turn: the replies it wrote go to the socket now, from this
+// goroutine, as far as the socket takes them without waiting; the writer
+// is woken only for the rest (a client slow to read, a close). So a
+// request costs no switch to the writer goroutine and back: on wasip1,
+// where every goroutine runs on one thread, that switch was a large part
+// of a request's time (issue 34).
+func (p *portableConn) unlock() {
+	p.wmu.Lock()
+	p.turn = false
+	if p.writing == 0 && !p.closing && len(p.out) > 0 && p.raw != nil {
+		// The writer is idle and cannot start while wmu is held: the
+		// socket is this goroutine's for one write that does not wait.
+		var n int
+		_ = p.raw.Write(func(fd uintptr) bool {
+			n, _ = syscall.Write(int(fd), p.out)
+			return true // never wait here: the rest is the writer's
+		})
+		switch {
+		case n <= 0:
+		case n == len(p.out):
+			p.out = p.out[:0]
+			if cap(p.out) > 1<<20 {
+				p.out = nil // do not pin a burst's buffer
+			}
+		default:
+			p.out = append(p.out[:0], p.out[n:]...)
+		}
+	}
+	wake := len(p.out) > 0 || p.closing
+	p.wmu.Unlock()
+	if wake {
+		p.wcond.Signal()
+	}
+	p.mu.Unlock()
 }
 
 // holding reports whether the connection is not to be read now: it has
@@ -162,6 +215,7 @@ func (p *portableConn) write() {
 		for len(p.out) == 0 && !p.closing {
 			p.wcond.Wait()
 		}
+		// (A turn's own write in unlock is done: it holds wmu throughout.)
 		if len(p.out) == 0 {
 			p.wmu.Unlock()
 			break
@@ -191,8 +245,8 @@ func (p *portableConn) write() {
 
 func (p *portableConn) Wake() {
 	go func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
+		p.lock()
+		defer p.unlock()
 		if !p.closed && p.c.Traffic() {
 			p.closeLocked()
 		}
@@ -206,8 +260,8 @@ func (p *portableConn) Close() {
 
 func (p *portableConn) Later(f func()) error {
 	go func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
+		p.lock()
+		defer p.unlock()
 		f()
 		p.rcond.Broadcast()
 	}()
@@ -240,8 +294,11 @@ func (p *portableConn) Discard(n int) (int, error) {
 func (p *portableConn) Write(b []byte) (int, error) {
 	p.wmu.Lock()
 	p.out = append(p.out, b...)
+	wake := !p.turn // else the turn's unlock writes it
 	p.wmu.Unlock()
-	p.wcond.Signal()
+	if wake {
+		p.wcond.Signal()
+	}
 	return len(b), nil
 }
 

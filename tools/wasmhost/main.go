@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,11 +63,27 @@ func main() {
 	// WASI has no signals: the module is closed when one arrives.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// WASMHOST_CPUPROFILE=FILE profiles the host, the module's machine
+	// code with it, until it exits (go tool pprof).
+	if path := os.Getenv("WASMHOST_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "wasmhost: WASMHOST_CPUPROFILE: %v\n", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	code, err := run(ctx, o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "wasmhost: %v\n", err)
 	}
-	os.Exit(code)
+	if code != 0 {
+		os.Exit(code)
+	}
 }
 
 // run instantiates the module with its socket, directory and arguments and
@@ -117,10 +134,15 @@ func run(ctx context.Context, o options) (int, error) {
 	// The socket module (make wasm-sock) imports the WasmEdge socket ABI:
 	// the host serves it and the listener from its own socket table
 	// (sock.go); the plain module gets wazero's WASI and listener.
+	var c calls
+	if os.Getenv("WASMHOST_COUNT") != "" {
+		c = calls{}
+		defer c.report(os.Stderr)
+	}
 	var socks *sockets
 	args := o.args
 	if withSockets {
-		if socks, err = newSockets(ctx, r); err != nil {
+		if socks, err = newSockets(ctx, r, c); err != nil {
 			return 1, err
 		}
 		defer socks.close()
@@ -133,6 +155,10 @@ func run(ctx context.Context, o options) (int, error) {
 		}
 		// A --listen of the caller's own, later, wins (flag parsing).
 		args = append([]string{"--listen", "fd:" + strconv.Itoa(int(fd))}, args...)
+	} else if c != nil {
+		if err := instantiateCounted(ctx, r, c); err != nil {
+			return 1, err
+		}
 	} else {
 		wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	}

@@ -77,16 +77,30 @@ type hostSock struct {
 // sockets is the host's socket table and wazero's functions it overrides.
 type sockets struct {
 	orig map[string]api.GoModuleFunction // wazero's wasi_snapshot_preview1
-	fds  map[int32]*hostSock
-	next int32
-	wake int // eventfd written when the host stops
+	defs map[string]api.FunctionDefinition
+	// calls counts the module's calls (WASMHOST_COUNT); nil: no counting.
+	calls calls
+	fds   map[int32]*hostSock
+	next  int32
+	wake  int // eventfd written when the host stops
 	// mod is the module calling, to close when the host stops.
 	mod api.Module
+	// Reused by every call (the module calls one function at a time): a
+	// request's calls allocate nothing.
+	args  [8]uint32
+	iov   [][]byte
+	pfds  []unix.PollFd
+	which []int
+	ev    [eventSize]byte
 }
 
+// overridden are wazero's functions the host exports its own of.
+var overridden = map[string]bool{"fd_read": true, "fd_write": true, "fd_close": true, "fd_fdstat_get": true,
+	"fd_fdstat_set_flags": true, "fd_filestat_get": true, "poll_oneoff": true, "sock_accept": true, "sock_shutdown": true}
+
 // newSockets compiles wazero's WASI functions to keep them callable.
-func newSockets(ctx context.Context, r wazero.Runtime) (*sockets, error) {
-	compiled, err := wasi_snapshot_preview1.NewBuilder(r).Compile(ctx)
+func newSockets(ctx context.Context, r wazero.Runtime, c calls) (*sockets, error) {
+	orig, defs, err := wazeroWASI(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -94,13 +108,8 @@ func newSockets(ctx context.Context, r wazero.Runtime) (*sockets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	s := &sockets{orig: map[string]api.GoModuleFunction{}, fds: map[int32]*hostSock{}, next: sockBase, wake: wake}
-	for name, def := range compiled.ExportedFunctions() {
-		if f, ok := def.GoFunction().(api.GoModuleFunction); ok {
-			s.orig[name] = f
-		}
-	}
-	for _, name := range []string{"fd_read", "fd_write", "fd_close", "fd_fdstat_get", "fd_fdstat_set_flags", "fd_filestat_get", "poll_oneoff", "sock_accept", "sock_shutdown"} {
+	s := &sockets{orig: orig, defs: defs, calls: c, fds: map[int32]*hostSock{}, next: sockBase, wake: wake}
+	for name := range overridden {
 		if s.orig[name] == nil {
 			return nil, fmt.Errorf("wazero exports no %s to delegate to", name)
 		}
@@ -153,16 +162,20 @@ func (s *sockets) listen(addr string) (int32, error) {
 // overrides and the socket functions.
 func (s *sockets) instantiate(ctx context.Context, r wazero.Runtime) error {
 	b := r.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
-	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
+	if s.calls == nil {
+		wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
+	} else {
+		exportCounted(b, s.orig, s.defs, overridden, s.calls)
+	}
 	export := func(name string, params int, fn func(ctx context.Context, mod api.Module, p []uint32) uint32) {
 		types := make([]api.ValueType, params)
 		for i := range types {
 			types[i] = api.ValueTypeI32
 		}
 		orig := s.orig[name]
-		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+		b.NewFunctionBuilder().WithGoModuleFunction(s.calls.wrap(name, api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
 			// i32 arguments may carry garbage in the upper bits.
-			p := make([]uint32, params)
+			p := s.args[:params]
 			for i := range p {
 				p[i] = uint32(stack[i])
 			}
@@ -173,7 +186,7 @@ func (s *sockets) instantiate(ctx context.Context, r wazero.Runtime) error {
 			}
 			s.mod = mod
 			stack[0] = uint64(fn(ctx, mod, p))
-		}), types, []api.ValueType{api.ValueTypeI32}).Export(name)
+		})), types, []api.ValueType{api.ValueTypeI32}).Export(name)
 	}
 	export("fd_read", 4, s.fdRead)
 	export("fd_write", 4, s.fdWrite)
@@ -245,9 +258,10 @@ func (s *sockets) exit() error {
 	panic(sys.NewExitError(0))
 }
 
-// iovecs are the module's buffers (ciovec/iovec: offset, length).
-func iovecs(mem api.Memory, iovs, n uint32) ([][]byte, bool) {
-	bufs := make([][]byte, 0, n)
+// iovecs are the module's buffers (ciovec/iovec: offset, length), in bufs'
+// room.
+func iovecs(bufs [][]byte, mem api.Memory, iovs, n uint32) ([][]byte, bool) {
+	bufs = bufs[:0]
 	for i := range n {
 		off, ok1 := mem.ReadUint32Le(iovs + 8*i)
 		l, ok2 := mem.ReadUint32Le(iovs + 8*i + 4)
@@ -262,16 +276,20 @@ func iovecs(mem api.Memory, iovs, n uint32) ([][]byte, bool) {
 
 func (s *sockets) rw(mod api.Module, p []uint32, events int16, op func(int, [][]byte) (int, error)) uint32 {
 	hs := s.fds[int32(p[0])]
-	bufs, ok := iovecs(mod.Memory(), p[1], p[2])
+	bufs, ok := iovecs(s.iov, mod.Memory(), p[1], p[2])
 	if !ok {
 		return errnoFault
 	}
+	s.iov = bufs
 	for {
 		n, err := op(hs.fd, bufs)
-		if errors.Is(err, unix.EINTR) {
+		if err == unix.EINTR {
 			continue
 		}
-		if errors.Is(err, unix.EAGAIN) && !hs.nonblock {
+		if err == unix.EAGAIN {
+			if hs.nonblock {
+				return errnoAgain
+			}
 			if err := s.wait(hs.fd, events, -1); err != nil {
 				return errno(err)
 			}
@@ -287,12 +305,24 @@ func (s *sockets) rw(mod api.Module, p []uint32, events int16, op func(int, [][]
 	}
 }
 
+// fdRead and fdWrite make one read(2) or write(2) of a single buffer (Go's
+// runtime passes one), readv(2) or writev(2) of more.
 func (s *sockets) fdRead(_ context.Context, mod api.Module, p []uint32) uint32 {
-	return s.rw(mod, p, unix.POLLIN, unix.Readv)
+	return s.rw(mod, p, unix.POLLIN, func(fd int, bufs [][]byte) (int, error) {
+		if len(bufs) == 1 {
+			return unix.Read(fd, bufs[0])
+		}
+		return unix.Readv(fd, bufs)
+	})
 }
 
 func (s *sockets) fdWrite(_ context.Context, mod api.Module, p []uint32) uint32 {
-	return s.rw(mod, p, unix.POLLOUT, unix.Writev)
+	return s.rw(mod, p, unix.POLLOUT, func(fd int, bufs [][]byte) (int, error) {
+		if len(bufs) == 1 {
+			return unix.Write(fd, bufs[0])
+		}
+		return unix.Writev(fd, bufs)
+	})
 }
 
 func (s *sockets) fdClose(_ context.Context, _ api.Module, p []uint32) uint32 {
@@ -525,8 +555,7 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 	}
 	timeout := int64(-1)
 	clock := -1
-	pfds := make([]unix.PollFd, 0, nsubs+1)
-	which := make([]int, 0, nsubs)
+	pfds, which := s.pfds[:0], s.which[:0]
 	for i := range int(nsubs) {
 		sub := subs[i*subscriptionSize : (i+1)*subscriptionSize]
 		switch sub[8] {
@@ -553,6 +582,7 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 		}
 	}
 	pfds = append(pfds, unix.PollFd{Fd: int32(s.wake), Events: unix.POLLIN})
+	s.pfds, s.which = pfds, which
 	var ts *unix.Timespec
 	if timeout >= 0 {
 		t := unix.NsecToTimespec(timeout)
@@ -569,7 +599,7 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 		_ = s.exit()
 	}
 	var events uint32
-	ev := make([]byte, eventSize)
+	ev := s.ev[:]
 	put := func(sub []byte, flags uint16) bool {
 		clear(ev)
 		copy(ev[0:8], sub[0:8]) // userdata
