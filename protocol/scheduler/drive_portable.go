@@ -15,8 +15,8 @@ type portableDriver struct{ d *batchDriver }
 
 func newPortableDriver(cfg *Config) portableDriver { return portableDriver{newBatchDriver(cfg, nil)} }
 
-func (portableDriver) OnLoop() bool   { return false }
-func (portableDriver) Admit(Run) bool { return true }
-func (portableDriver) Landed(int)     {}
-func (p portableDriver) Submit(r Run) { p.d.queueOffLoop(r) }
-func (p portableDriver) Close()       { p.d.Close() }
+func (portableDriver) OnLoop() bool    { return false }
+func (portableDriver) Admit(Conn) bool { return true }
+func (portableDriver) Landed(int)      {}
+func (p portableDriver) Submit(r Conn) { p.d.queueOffLoop(r) }
+func (p portableDriver) Close()        { p.d.Close() }
