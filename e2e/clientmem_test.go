@@ -112,6 +112,17 @@ func TestSlowReadersBound(t *testing.T) {
 	require.NotEmpty(t, lat)
 	require.NotContains(t, lat, time.Duration(-1), "a PING was not answered within 2 s while slow readers filled the sidecar")
 	t.Logf("PING while slow readers fill the sidecar: %s", percentiles(lat))
+	// The bar is 100 ms. The p99 is held to it; the max to
+	// maxPing: on a loaded 2-core machine the test's own process and the
+	// sidecar's loop wait for a core, and a PING read and answered by the
+	// sidecar within a millisecond reached the test 68 ms later (perf
+	// trace, load average 18). Before the slow readers were served by one
+	// bounded pass per loop round (protocol/backlog.go), the loop read no
+	// socket while they were served: max 289-460 ms on a quiet machine,
+	// up to 1.2 s loaded (docs/operations.md).
+	slices.Sort(lat)
+	require.Less(t, lat[len(lat)*99/100], 100*time.Millisecond, "PING p99 while slow readers fill the sidecar")
+	require.Less(t, lat[len(lat)-1], maxPing, "PING max while slow readers fill the sidecar")
 
 	evicted := infoField(t, rdb, "stats", "evicted_clients")
 	held := infoField(t, rdb, "memory", "mem_clients_normal")
@@ -139,6 +150,14 @@ func TestSlowReadersBound(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "RSS back near idle (%d MiB) after the slow readers closed", idle/mib)
 	t.Logf("RSS after they closed: %d MiB", procStatus(t, pid, "VmRSS")/mib)
 }
+
+// maxPing bounds the slowest PING of TestSlowReadersBound. The bar
+// is 100 ms, met at load average 10-18 on 2 cores in most runs (max
+// 10-98 ms) but not all (103-294 ms): a loaded machine delays the test's
+// own process too. So the bound is set under what the loop's stall took
+// before the fix (289 ms and up, 306-682 ms at load 12), not at the bar;
+// docs/operations.md has the figures.
+const maxPing = 250 * time.Millisecond
 
 // infoField reads an integer field of an INFO section.
 func infoField(t testing.TB, rdb *redis.Client, section, field string) int64 {
