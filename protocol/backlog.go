@@ -17,9 +17,10 @@ import (
 // with 50 of them a pass of their serves lasted longer than backlogWait,
 // so each was queued again before the pass ended and the pass went on
 // until they were evicted or served to their end: another client's PING
-// waited up to 1.2 s in its socket, while tasks (INFO's, /healthz's)
-// still ran (issue 30; gnet v2.9.7, netpoll.Poller.Polling drains
-// urgentAsyncTaskQueue, where Execute's tasks go).
+// waited up to 1.2 s in its socket, while tasks queued from elsewhere
+// (/healthz's probe of the loop, Server.Alive) still ran (issue 30; gnet
+// v2.9.7, netpoll.Poller.Polling drains urgentAsyncTaskQueue, where
+// Execute's tasks go).
 //
 // With one queue per loop a single task is queued at a time, backlogWait
 // after the previous one ended, and it serves the waiting connections in
