@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"slices"
@@ -47,15 +46,18 @@ func TestSlowReadersBound(t *testing.T) {
 		slices.Sort(lat)
 		return fmt.Sprintf("%d answered, p50 %v, p99 %v, max %v", len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
 	}
+	// Each PING's latency is taken to the kernel's receive time of its
+	// PONG (stampedConn), and to the test's reading of it, as seen.
 	stop := make(chan struct{})
-	pings := make(chan []time.Duration, 1)
+	pings := make(chan [2][]time.Duration, 1)
 	pinger, err := net.Dial("tcp", s.addr)
 	require.NoError(t, err)
 	defer pinger.Close()
+	rd, err := newStampedConn(pinger)
+	require.NoError(t, err)
 	go func() {
-		var lat []time.Duration
-		defer func() { pings <- lat }()
-		rd := bufio.NewReader(pinger)
+		var lat, seen []time.Duration
+		defer func() { pings <- [2][]time.Duration{lat, seen} }()
 		for {
 			select {
 			case <-stop:
@@ -69,12 +71,13 @@ func TestSlowReadersBound(t *testing.T) {
 			if _, err := pinger.Write([]byte("PING\r\n")); err != nil {
 				return
 			}
-			line, err := rd.ReadString('\n')
+			line, at, err := rd.readLine()
 			if err != nil || line != "+PONG\r\n" {
 				lat = append(lat, -1) // no answer within 2 s
 				return
 			}
-			lat = append(lat, time.Since(began))
+			seen = append(seen, time.Since(began))
+			lat = append(lat, at.Sub(began))
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
@@ -108,10 +111,18 @@ func TestSlowReadersBound(t *testing.T) {
 	}, 60*time.Second, 50*time.Millisecond, "every slow reader served to its end or evicted")
 
 	close(stop)
-	lat := <-pings
+	measured := <-pings
+	lat := measured[0]
 	require.NotEmpty(t, lat)
 	require.NotContains(t, lat, time.Duration(-1), "a PING was not answered within 2 s while slow readers filled the sidecar")
-	t.Logf("PING while slow readers fill the sidecar: %s", percentiles(lat))
+	t.Logf("PING while slow readers fill the sidecar: %s (as the test read them: %s)", percentiles(lat), percentiles(measured[1]))
+	// The bar is 100 ms: the p99 is held to it, the max to
+	// maxPing. Before the slow readers were served by one bounded pass
+	// per loop round (protocol/backlog.go), the loop read no socket while
+	// they were served: max 289-682 ms.
+	slices.Sort(lat)
+	require.Less(t, lat[len(lat)*99/100], 100*time.Millisecond, "PING p99 while slow readers fill the sidecar")
+	require.Less(t, lat[len(lat)-1], maxPing, "PING max while slow readers fill the sidecar")
 
 	evicted := infoField(t, rdb, "stats", "evicted_clients")
 	held := infoField(t, rdb, "memory", "mem_clients_normal")
@@ -139,6 +150,15 @@ func TestSlowReadersBound(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "RSS back near idle (%d MiB) after the slow readers closed", idle/mib)
 	t.Logf("RSS after they closed: %d MiB", procStatus(t, pid, "VmRSS")/mib)
 }
+
+// maxPing bounds the slowest PING of TestSlowReadersBound. The bar
+// is 100 ms, met at load average 10-18 on 2 cores in most runs but not all
+// (25-242 ms, to the kernel's receive time of the PONG): a loaded machine
+// delays the sidecar's loop and the test's own process for a core. So the
+// bound is set under what the loop's stall took before the fix (289 ms
+// and up on a quiet machine), not at the bar; docs/operations.md has the
+// figures.
+const maxPing = 250 * time.Millisecond
 
 // infoField reads an integer field of an INFO section.
 func infoField(t testing.TB, rdb *redis.Client, section, field string) int64 {

@@ -4,10 +4,12 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prepkey/prepkey/protocol/floodlog"
+	"github.com/prepkey/prepkey/protocol/transport"
 )
 
 // The bound on what all client connections hold together
@@ -40,6 +42,11 @@ type clientMem struct {
 	// reclaiming is set while a reclaim is scheduled (reclaimSoon).
 	reclaiming atomic.Bool
 	lastFreed  atomic.Int64 // UnixNano of the last reclaim
+
+	// slow is each loop's connections that yielded with replies left
+	// unread (backlog.go), while it has some.
+	slowMu sync.Mutex
+	slow   map[transport.Loop]*backlog
 }
 
 // reclaimAt is what a connection closing with it held has the memory

@@ -762,29 +762,28 @@ func (c *conn) resume() {
 
 // yield has the loop serve the connection again after the others that are
 // ready: gnet runs tasks after each round of I/O events. A connection that
-// leaves its replies unread (backlog) is served again backlogWait later,
-// through a timer: a task queued by a task runs in the same pass, before
-// the loop reads its sockets again, so slow readers yielding to each other
-// kept the loop from every other client.
+// leaves its replies unread (backlog) waits in its loop's backlog
+// (backlog.go), served in turn by one task at a time backlogWait apart: a
+// task queued by a task runs in the same pass, before the loop reads its
+// sockets again, so slow readers queuing themselves kept the loop from
+// every other client.
 func (c *conn) yield(backlog bool) {
 	if !c.st.yield() {
 		return
 	}
-	again := func() {
-		c.st.yieldDone()
-		c.serveAgain()
-	}
 	if backlog {
-		time.AfterFunc(backlogWait, func() { _ = c.loop.Later(again) })
+		c.backlogged()
 		return
 	}
-	_ = c.loop.Later(again)
+	_ = c.loop.Later(func() {
+		c.st.yieldDone()
+		c.serveAgain()
+	})
 	// An error means the loops are stopping; they close the connection.
 }
 
-// backlogWait is how long a connection whose replies are left unread
-// waits for its next serve (yield): one flushAt of replies a millisecond
-// at most, while the loop answers the others.
+// backlogWait is how long after a pass over a loop's backlog the next one
+// comes: the loop answers the others meanwhile.
 const backlogWait = time.Millisecond
 
 // serveAgain serves input already received (after a yield, once the
