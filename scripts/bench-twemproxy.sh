@@ -87,7 +87,7 @@ run() { # TARGET DEPTH -> "rps mid-cpu-us/req redis-cpu-us/req"
 	[ "${mid[$t]}" = 0 ] || m0=$(cpu "${mid[$t]}")
 	r0=$(cpu "$rpid")
 	# shellcheck disable=SC2086 # the request's words
-	rps=$(redis-benchmark -p "${port[$t]}" -c 50 -n "$N" -r 1000000 -P "$p" --csv ${cmd[$t]} 2>/dev/null | awk -F'"' 'NR==2 {print int($4)}')
+	rps=$(timeout 600 redis-benchmark -p "${port[$t]}" -c 50 -n "$N" -r 1000000 -P "$p" --csv ${cmd[$t]} 2>/dev/null | awk -F'"' 'NR==2 {print int($4)}')
 	[ "${mid[$t]}" = 0 ] || m1=$(cpu "${mid[$t]}")
 	r1=$(cpu "$rpid")
 	if [ "$t" = memory ]; then kill "${mid[memory]}"; wait "${mid[memory]}" 2>/dev/null || true; fi
