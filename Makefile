@@ -73,7 +73,7 @@ test-short:
 	go test -short -count=1 ./...
 	cd client && go vet ./... && go test -short -count=1 ./...
 
-# The examples in clients/ (Python, Node, Ruby, PHP, Go) against a fresh
+# The examples in clients/ (Python, Node, Ruby, PHP) and client/examples (Go) against a fresh
 # sidecar.
 test-clients: deps
 	clients/run.sh

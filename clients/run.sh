@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every client example in clients/ against a fresh sidecar (the
+# Runs every client example in clients/ (and client/examples/go-redis, the Go
+# one) against a fresh sidecar (the
 # embedded store in a temporary directory, a password set), then the tests
 # of the typed helpers (clients/python/prepkey, clients/node/prepkey; the Go
 # helper, client/, runs in `go test`) against a sidecar on memory: and one on
@@ -25,7 +26,7 @@ stop() {
 trap stop EXIT
 
 go build -o "$dir/sidecar" ./cmd/sidecar
-go build -o "$dir/go-example" ./clients/go
+go build -C client -o "$dir/go-example" ./examples/go-redis
 export PREPKEY_PASSWORD="pw-$RANDOM$RANDOM"
 
 # serve NAME ARGS...: starts a sidecar with ARGS on a free port and sets

@@ -63,9 +63,10 @@ func TestLoopBound(t *testing.T) {
 }
 
 // TestReadPause: the loop can stop reading a connection (transport/pause_linux.go
-// reads gnet's epoll descriptor by reflection; built on Linux without
-// gnet's poll_opt tag): a gnet upgrade that moved
-// it would otherwise leave deep pipelines bounded only by closing.
+// finds gnet's epoll descriptor in /proc/self/fdinfo; built on Linux
+// without gnet's poll_opt tag): a gnet upgrade that registered sockets
+// otherwise would leave deep pipelines bounded only by closing, and fails
+// here (TestBackPressure shows the pause at work).
 func TestReadPause(t *testing.T) {
 	if !transport.PausesReading {
 		t.Skip("this build does not stop reading connections (not Linux, or gnet's poll_opt)")

@@ -30,7 +30,7 @@ func (s *Server) startLoops() (transport.Loops, error) {
 // OnOpen starts serving a client's connection on its loop.
 func (c *conn) OnOpen(gc gnet.Conn) gnet.Action {
 	c.open(gc, transport.GnetLoop{EventLoop: gc.EventLoop()}, transport.NewGnetHandle(gc), gc.Fd())
-	epfd, can := transport.PollerFD(gc)
+	epfd, can := transport.PollerFD(c.srv.loops, gc)
 	c.epfd = epfd
 	c.st.pausable(can)
 	c.useDriver(c.srv.drivers.For(c.loop))

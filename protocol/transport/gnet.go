@@ -58,7 +58,10 @@ func (g gnetLogger) Errorf(format string, args ...any) { g.log.Error(fmt.Sprintf
 func (g gnetLogger) Fatalf(format string, args ...any) { g.log.Error(fmt.Sprintf(format, args...)) }
 
 // gnetLoops are gnet's event loops as the server drives them.
-type gnetLoops struct{ *gnet.Client }
+type gnetLoops struct {
+	*gnet.Client
+	pollers *Pollers // their epoll descriptors, to stop reading (PollerFD)
+}
 
 // StartGnet starts n of gnet's event loops (at least one).
 func StartGnet(n int, logger *slog.Logger) (Loops, error) {
@@ -72,7 +75,7 @@ func StartGnet(n int, logger *slog.Logger) (Loops, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gnetLoops{cl}, nil
+	return gnetLoops{cl, new(Pollers)}, nil
 }
 
 // Enroll has a loop serve nc; c must be a LoopConn, whose OnOpen runs on

@@ -3,7 +3,12 @@
 package transport
 
 import (
-	"reflect"
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -25,38 +30,115 @@ import (
 // does not stop reading (the build constraint above, not a check at run
 // time, keeps the two apart).
 //
-// gnet keeps its epoll descriptor unexported; it is read once per
-// connection by reflection. If gnet's layout changes, PollerFD reports
-// false and connections are read as before, bounded by the inbound limit
-// (close), which TestReadPause catches.
+// gnet keeps its epoll descriptor unexported. It used to be read by
+// reflection, which a gnet release that renamed a field would have turned
+// off without a word. The kernel says it instead: /proc/self/fdinfo of an
+// epoll descriptor lists what it watches, one "tfd: N events: E data: D"
+// line per descriptor (proc(5)). The loop's descriptor is the one that
+// watches the connection's socket, with the socket's number as the data,
+// as gnet registers it; anything else (no /proc, no match, two matches,
+// other data: a gnet that registers differently) is "cannot pause", which
+// TestReadPause and TestBackPressure fail on. It is looked for once per
+// loop (Pollers), when the loop has its first connection: a scan of the
+// process's descriptors, not one per connection. docs/gnet-pause.md has
+// the change proposed to gnet that would make this unnecessary.
 
 // PausesReading is set where the loop can stop reading a connection.
 const PausesReading = true
 
-// PollerFD is the epoll descriptor of gc's event loop.
-func PollerFD(gc gnet.Conn) (fd int, ok bool) {
-	defer func() {
-		if recover() != nil {
-			fd, ok = 0, false
+// Pollers are the epoll descriptors of gnet's loops, found as connections
+// open on them. Its methods run on the loops.
+type Pollers struct {
+	mu  sync.Mutex
+	fds map[gnet.EventLoop]int
+}
+
+// PollerFD is the epoll descriptor of gc's event loop, where the sidecar
+// can stop reading gc; ok is false where it cannot.
+func PollerFD(l Loops, gc gnet.Conn) (fd int, ok bool) {
+	g, ok := l.(gnetLoops)
+	if !ok || g.pollers == nil {
+		return 0, false
+	}
+	return g.pollers.of(gc)
+}
+
+func (p *Pollers) of(gc gnet.Conn) (int, bool) {
+	el := gc.EventLoop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if fd, ok := p.fds[el]; ok {
+		return fd, true
+	}
+	fd, err := epollWatching(gc.Fd())
+	if err != nil {
+		return 0, false
+	}
+	if p.fds == nil {
+		p.fds = make(map[gnet.EventLoop]int)
+	}
+	p.fds[el] = fd
+	return fd, true
+}
+
+// epollWatching is the one epoll descriptor of the process that watches
+// sock with sock as its data.
+func epollWatching(sock int) (int, error) {
+	dir, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, fmt.Errorf("listing descriptors: %w", err)
+	}
+	found := -1
+	for _, e := range dir {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
 		}
-	}()
-	v := reflect.ValueOf(gc)
-	if v.Kind() != reflect.Pointer {
-		return 0, false
+		if link, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || link != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue // closed since the listing
+		}
+		data, watches := epollData(info, sock)
+		if !watches {
+			continue
+		}
+		if data != uint64(sock) {
+			return 0, fmt.Errorf("epoll %d watches %d with data %#x, not the descriptor: not gnet's default poller", fd, sock, data)
+		}
+		if found >= 0 {
+			return 0, fmt.Errorf("epolls %d and %d both watch %d", found, fd, sock)
+		}
+		found = fd
 	}
-	loop := v.Elem().FieldByName("loop")
-	if loop.Kind() != reflect.Pointer || loop.IsNil() {
-		return 0, false
+	if found < 0 {
+		return 0, fmt.Errorf("no epoll watches %d", sock)
 	}
-	poller := loop.Elem().FieldByName("poller")
-	if poller.Kind() != reflect.Pointer || poller.IsNil() {
-		return 0, false
+	return found, nil
+}
+
+// epollData reads an epoll's fdinfo: whether it watches tfd, and the data
+// it has for it. Lines are "tfd: %8d events: %8x data: %16llx ..." (the
+// kernel's fs/eventpoll.c, ep_show_fdinfo).
+func epollData(info []byte, tfd int) (data uint64, ok bool) {
+	sc := bufio.NewScanner(bytes.NewReader(info))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) < 6 || string(f[0]) != "tfd:" || string(f[2]) != "events:" || string(f[4]) != "data:" {
+			continue
+		}
+		if n, err := strconv.Atoi(string(f[1])); err != nil || n != tfd {
+			continue
+		}
+		d, err := strconv.ParseUint(string(f[5]), 16, 64)
+		if err != nil {
+			return 0, false
+		}
+		return d, true
 	}
-	f := poller.Elem().FieldByName("fd")
-	if f.Kind() != reflect.Int {
-		return 0, false
-	}
-	return int(f.Int()), true
+	return 0, false
 }
 
 // gnet's ReadEvents and WriteEvents.

@@ -10,6 +10,9 @@ import "github.com/panjf2000/gnet/v2"
 // the inbound limit.
 const PausesReading = false
 
-func PollerFD(gnet.Conn) (int, bool) { return 0, false }
+// Pollers: none to find.
+type Pollers struct{}
+
+func PollerFD(Loops, gnet.Conn) (int, bool) { return 0, false }
 
 func SetReading(int, IO, bool) error { return nil }

@@ -1,6 +1,9 @@
-// Command go-example uses prepkey from Go with go-redis, in RESP2 and RESP3.
+// Command go-redis uses prepkey from Go with a stock go-redis client (not
+// this module's helper), in RESP2 and RESP3: the Go one of the examples in
+// clients/ (other languages), kept here so that everything Go is under
+// client/ (issue 33, item 5).
 //
-// Run by clients/run.sh against a sidecar started with --requirepass; it
+// Run by clients/run.sh (the suite "go") against a sidecar started with --requirepass; it
 // reads PREPKEY_HOST, PREPKEY_PORT and PREPKEY_PASSWORD. Exits non-zero if
 // any check fails.
 package main
