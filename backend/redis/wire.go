@@ -18,7 +18,7 @@ import (
 // Wire is the store's requests and replies in RESP, for a caller that
 // drives its own connection to Redis: each event loop of package protocol
 // writes the EVALSHA of a batch on a connection of its own (package
-// protocol/upstream) and reads the replies there when they arrive, so no
+// backend/redis/loopconn) and reads the replies there when they arrive, so no
 // goroutine waits on Redis and the loop serves other clients
 // meanwhile. The scripts, keys and error wording are the Store's; only the
 // transport differs from Batch.
@@ -115,7 +115,7 @@ func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
 // Append appends the requests of ops: EVALSHA of block.lua for each run of
 // them that blockSpan bounds (so one per batch unless the batch is long),
 // which Redis runs as one script each. A scan takes round trips of its
-// own (SCAN, then the reads): it has no request here (upstream.Wire), and
+// own (SCAN, then the reads): it has no request here (loopconn.Wire), and
 // the caller sends it through the store's client in its place.
 //
 // Each op is encoded twice (encodeBlockOp): its keys, counted with its
@@ -250,7 +250,7 @@ func (w *Wire) Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int,
 	return n, k, false
 }
 
-// MaxReply is upstream.Wire's bound on one reply: the largest reply of one
+// MaxReply is loopconn.Wire's bound on one reply: the largest reply of one
 // block.lua call, maxBlockOps gets of a value of maxValue (the scripts
 // refuse a larger one), each with its array, ttlAt and flag, and room for
 // an error line. A longer reply, which the scripts never send, closes the
