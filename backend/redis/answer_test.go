@@ -56,12 +56,14 @@ func TestBlockResultShapes(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			n, e := redcon.ReadNextRESP([]byte(r.resp))
 			require.Equal(t, len(r.resp), n)
-			wire := respAnswer(e)
+			var wire answer
+			wire.readResp(&e)
 			reply := c.Do(context.Background(), c.B().Eval().Script("return {"+r.lua+"}").Numkeys(0).Build())
 			arr, err := reply.ToArray()
 			require.NoError(t, err)
 			require.Len(t, arr, 1)
-			msg := msgAnswer(&arr[0])
+			var msg answer
+			msg.readMsg(&arr[0])
 			for _, a := range []struct {
 				client string
 				a      *answer
@@ -83,7 +85,8 @@ func TestBlockResultShapes(t *testing.T) {
 	reply := c.Do(context.Background(), c.B().Eval().Script("return {{err='WRONGTYPE x'}}").Numkeys(0).Build())
 	arr, err := reply.ToArray()
 	require.NoError(t, err)
-	a := msgAnswer(&arr[0])
+	var a answer
+	a.readMsg(&arr[0])
 	_, err = blockResult(backend.OpGet, &a)
 	_, ok := rueidis.IsRedisErr(err)
 	require.True(t, ok, "%T", err)

@@ -265,7 +265,8 @@ func (s *Store) decodeBlock(ctx context.Context, r rueidis.RedisResult, at []int
 	}
 	for j, i := range at {
 		kind := ops[i].Kind
-		a := msgAnswer(&arr[j])
+		var a answer
+		a.readMsg(&arr[j])
 		v, err := blockResult(kind, &a)
 		switch {
 		case err != nil:

@@ -51,7 +51,8 @@ func (s *Store) isolated(ctx context.Context, ops []Op, res []Result) error {
 		return s.fail(ctx, "exec", fmt.Errorf("unexpected reply %v", r))
 	}
 	for i := range ops {
-		a := msgAnswer(&arr[i])
+		var a answer
+		a.readMsg(&arr[i])
 		if res[i], err = blockResult(ops[i].Kind, &a); err != nil {
 			// A record too large to return is that get's refusal, as
 			// any refusal in a block; another error is the block's.

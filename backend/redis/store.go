@@ -79,7 +79,8 @@ func code(res rueidis.RedisResult, valid int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("unexpected reply %v", res)
 	}
-	a := msgAnswer(&m)
+	var a answer
+	a.readMsg(&m)
 	return a.code(valid)
 }
 

@@ -239,7 +239,8 @@ func (w *Wire) Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int,
 	}
 	i := 0
 	r.ForEach(func(e redcon.RESP) bool {
-		a := respAnswer(e)
+		var a answer
+		a.readResp(&e)
 		var err error
 		if res[i], err = blockResult(ops[i].Kind, &a); err != nil {
 			res[i] = backend.Result{Err: w.s.opError(context.Background(), &ops[i], err)}
