@@ -234,7 +234,7 @@ func (h *Handler) scan(ctx context.Context, op backend.Op) (backend.Page, error)
 //
 // A result with no page is a scan not run yet: the loop's Redis connection
 // answers a scan's place in its batch with a zero Result, and the scan
-// then runs through Batch, whose reply replaces this one (upstream.Conn's
+// then runs through Batch, whose reply replaces this one (loopconn.Conn's
 // land). It is answered as an empty page, never read by a client.
 func replyScan(res backend.Result) Reply {
 	if res.Page == nil {

@@ -5,8 +5,8 @@ package protocol
 import (
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/prepkey/prepkey/backend/redis/loopconn"
 	"github.com/prepkey/prepkey/protocol/transport"
-	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // A client's connection and the loop's own connection to the store are
@@ -15,7 +15,7 @@ import (
 
 var (
 	_ transport.LoopConn = (*conn)(nil)
-	_ transport.LoopConn = (*upstream.Conn)(nil)
+	_ transport.LoopConn = (*loopconn.Conn)(nil)
 )
 
 // startLoops starts the transport: gnet's event loops, or with

@@ -34,13 +34,13 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/backend/redis/loopconn"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/conncmd"
 	"github.com/prepkey/prepkey/protocol/floodlog"
 	"github.com/prepkey/prepkey/protocol/scheduler"
 	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
-	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // Handler runs PK commands.
@@ -99,10 +99,10 @@ type Config struct {
 	// (scheduler.New). The zero value is backend.DriveCalls.
 	Drive backend.Drive
 	// Wire is how each event loop reaches a store driven
-	// backend.DriveWire over a connection of its own (package upstream);
+	// backend.DriveWire over a connection of its own (package loopconn);
 	// Handler.Batch remains for when that connection is down. Without it
 	// such a store is driven as backend.DriveBatch.
-	Wire upstream.Wire
+	Wire loopconn.Wire
 	// BackendTimeout bounds every store call (--backend-timeout): past it
 	// the commands get -UNAVAILABLE, whatever the store does (default 2s).
 	// A store that declares a longer one (backend.Info.Timeout: Redis with

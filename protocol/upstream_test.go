@@ -124,7 +124,7 @@ func (w lineWire) Dial(ctx context.Context) (net.Conn, error) {
 // Append writes one request line per op; Read answers one op per line.
 func (w lineWire) Append(dst []byte, ops []backend.Op) []byte {
 	for _, op := range ops {
-		if op.Kind != backend.OpScan { // a scan has no request (upstream.Wire)
+		if op.Kind != backend.OpScan { // a scan has no request (loopconn.Wire)
 			dst = fmt.Appendf(dst, "P %s\n", op.Key)
 		}
 	}
@@ -528,7 +528,7 @@ func TestWireShutdown(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 }
 
-// boundedLineWire is a lineWire that bounds a reply (upstream.Wire.MaxReply).
+// boundedLineWire is a lineWire that bounds a reply (loopconn.Wire.MaxReply).
 type boundedLineWire struct {
 	lineWire
 	max int

@@ -265,7 +265,9 @@ func (s *Store) decodeBlock(ctx context.Context, r rueidis.RedisResult, at []int
 	}
 	for j, i := range at {
 		kind := ops[i].Kind
-		v, err := decodeMsg(kind, arr[j])
+		var a answer
+		a.readMsg(&arr[j])
+		v, err := blockResult(kind, &a)
 		switch {
 		case err != nil:
 			v = Result{Err: s.opError(ctx, &ops[i], err)}

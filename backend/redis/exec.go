@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/redis/rueidis"
-
 	"github.com/prepkey/prepkey/backend"
 )
 
@@ -53,7 +51,9 @@ func (s *Store) isolated(ctx context.Context, ops []Op, res []Result) error {
 		return s.fail(ctx, "exec", fmt.Errorf("unexpected reply %v", r))
 	}
 	for i := range ops {
-		if res[i], err = decodeMsg(ops[i].Kind, arr[i]); err != nil {
+		var a answer
+		a.readMsg(&arr[i])
+		if res[i], err = blockResult(ops[i].Kind, &a); err != nil {
 			// A record too large to return is that get's refusal, as
 			// any refusal in a block; another error is the block's.
 			if r := s.refuseTooLarge(ops[i].NS, ops[i].Key, err); r != nil {
@@ -154,55 +154,3 @@ func (t *stringSink) key(ns string, key []byte) { t.keys = append(t.keys, t.ks.r
 func (t *stringSink) arg(a string)              { t.args = append(t.args, a) }
 func (t *stringSink) argBytes(a []byte)         { t.args = append(t.args, string(a)) }
 func (t *stringSink) argInt(n int64)            { t.args = append(t.args, strconv.FormatInt(n, 10)) }
-
-// decodeMsg reads one op's answer in block.lua's array, as its own
-// script's answer is read.
-func decodeMsg(kind OpKind, m rueidis.RedisMessage) (Result, error) {
-	var r Result
-	if err := m.Error(); err != nil && !rueidis.IsRedisNil(err) {
-		return r, err // this op's error (WRONGTYPE…); the others ran
-	}
-	var err error
-	switch kind {
-	case OpGet:
-		r.Record, r.Found, err = decodeGetMsg(m)
-	case OpMove:
-		var n int64
-		if n, err = codeMsg(m, 2); err == nil {
-			r.Move = moveResults[n]
-		}
-	default:
-		var n int64
-		n, err = codeMsg(m, 1)
-		r.OK = n == 1
-	}
-	return r, err
-}
-
-// codeMsg reads a script's integer answer, at most valid.
-func codeMsg(m rueidis.RedisMessage, valid int64) (int64, error) {
-	n, err := m.AsInt64()
-	if err != nil || n < 0 || n > valid {
-		return 0, fmt.Errorf("unexpected reply %v", m)
-	}
-	return n, nil
-}
-
-// decodeGetMsg reads block.lua's answer to a get: nil or {value, ttlAt, live}.
-func decodeGetMsg(m rueidis.RedisMessage) (backend.Record, bool, error) {
-	if m.IsNil() {
-		return backend.Record{}, false, nil
-	}
-	arr, err := m.ToArray()
-	if err != nil || len(arr) != 3 {
-		return backend.Record{}, false, fmt.Errorf("unexpected reply %v", m)
-	}
-	v, err1 := arr[0].ToString()
-	ts, err2 := arr[1].ToString()
-	live, err3 := arr[2].AsInt64()
-	ttlAt, err4 := strconv.ParseInt(ts, 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
-		return backend.Record{}, false, fmt.Errorf("unexpected reply %v", m)
-	}
-	return backend.Record{Value: []byte(v), TTLAt: ttlAt, Live: live == 1}, true, nil
-}

@@ -115,7 +115,9 @@ func (s *Store) scanNode(ctx context.Context, c, node rueidis.Client, ns string,
 		if err != nil || len(arr) != 1 {
 			return backend.Page{}, 0, s.fail(ctx, "scan", fmt.Errorf("unexpected reply %v", r))
 		}
-		got, err := decodeMsg(OpGet, arr[0])
+		var a answer
+		a.readMsg(&arr[0])
+		got, err := blockResult(OpGet, &a)
 		rec, found := got.Record, got.Found
 		if re, ok := rueidis.IsRedisErr(err); ok && (strings.HasPrefix(re.Error(), "WRONGTYPE") || strings.HasPrefix(re.Error(), unreadable)) {
 			// Someone else's key of another type under the prefix, or

@@ -79,7 +79,9 @@ func code(res rueidis.RedisResult, valid int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("unexpected reply %v", res)
 	}
-	return codeMsg(m, valid)
+	var a answer
+	a.readMsg(&m)
+	return a.code(valid)
 }
 
 func decodeFlag(res rueidis.RedisResult) (bool, error) {

@@ -124,7 +124,7 @@ func (s *Store) exec(ctx context.Context, c rueidis.Client, calls []call) (rs []
 }
 
 // The Wire's side: the same WAIT after a batch's requests on the event
-// loop's own connection (upstream.Wire's AppendSync, ReadSync, FailSync).
+// loop's own connection (loopconn.Wire's AppendSync, ReadSync, FailSync).
 
 // AppendSync appends WAIT after ops' requests when wait is set and ops
 // has a write.

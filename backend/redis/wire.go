@@ -18,7 +18,7 @@ import (
 // Wire is the store's requests and replies in RESP, for a caller that
 // drives its own connection to Redis: each event loop of package protocol
 // writes the EVALSHA of a batch on a connection of its own (package
-// protocol/upstream) and reads the replies there when they arrive, so no
+// backend/redis/loopconn) and reads the replies there when they arrive, so no
 // goroutine waits on Redis and the loop serves other clients
 // meanwhile. The scripts, keys and error wording are the Store's; only the
 // transport differs from Batch.
@@ -115,7 +115,7 @@ func (w *Wire) handshake(ctx context.Context, nc net.Conn) error {
 // Append appends the requests of ops: EVALSHA of block.lua for each run of
 // them that blockSpan bounds (so one per batch unless the batch is long),
 // which Redis runs as one script each. A scan takes round trips of its
-// own (SCAN, then the reads): it has no request here (upstream.Wire), and
+// own (SCAN, then the reads): it has no request here (loopconn.Wire), and
 // the caller sends it through the store's client in its place.
 //
 // Each op is encoded twice (encodeBlockOp): its keys, counted with its
@@ -239,8 +239,10 @@ func (w *Wire) Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int,
 	}
 	i := 0
 	r.ForEach(func(e redcon.RESP) bool {
+		var a answer
+		a.readResp(&e)
 		var err error
-		if res[i], err = respResult(ops[i].Kind, e); err != nil {
+		if res[i], err = blockResult(ops[i].Kind, &a); err != nil {
 			res[i] = backend.Result{Err: w.s.opError(context.Background(), &ops[i], err)}
 		}
 		i++
@@ -249,28 +251,7 @@ func (w *Wire) Read(b []byte, ops []backend.Op, res []backend.Result) (n, k int,
 	return n, k, false
 }
 
-// respResult decodes one op's answer in block.lua's array.
-func respResult(kind backend.OpKind, r redcon.RESP) (res backend.Result, err error) {
-	if r.Type == redcon.Error {
-		return res, errors.New(string(r.Data))
-	}
-	switch kind {
-	case backend.OpGet:
-		res.Record, res.Found, err = respGet(r)
-	case backend.OpMove:
-		var c int64
-		if c, err = respCode(r, 2); err == nil {
-			res.Move = moveResults[c]
-		}
-	default:
-		var c int64
-		c, err = respCode(r, 1)
-		res.OK = c == 1
-	}
-	return res, err
-}
-
-// MaxReply is upstream.Wire's bound on one reply: the largest reply of one
+// MaxReply is loopconn.Wire's bound on one reply: the largest reply of one
 // block.lua call, maxBlockOps gets of a value of maxValue (the scripts
 // refuse a larger one), each with its array, ttlAt and flag, and room for
 // an error line. A longer reply, which the scripts never send, closes the
@@ -304,37 +285,4 @@ func opName(k backend.OpKind) string {
 	default:
 		return "batch"
 	}
-}
-
-// respCode reads a script's integer answer, at most valid.
-func respCode(r redcon.RESP, valid int64) (int64, error) {
-	if r.Type != redcon.Integer {
-		return 0, fmt.Errorf("unexpected reply %q", r.Raw)
-	}
-	n := r.Int()
-	if n < 0 || n > valid {
-		return 0, fmt.Errorf("unexpected reply %q", r.Raw)
-	}
-	return n, nil
-}
-
-// respGet reads block.lua's answer to a get, nil or {value, ttlAt, live},
-// as decodeGetMsg.
-func respGet(r redcon.RESP) (backend.Record, bool, error) {
-	if r.Type == redcon.Bulk && r.Data == nil {
-		return backend.Record{}, false, nil
-	}
-	var items []redcon.RESP
-	if r.Type == redcon.Array {
-		r.ForEach(func(e redcon.RESP) bool { items = append(items, e); return true })
-	}
-	if len(items) != 3 || items[0].Type != redcon.Bulk || items[1].Type != redcon.Bulk || items[2].Type != redcon.Integer {
-		return backend.Record{}, false, fmt.Errorf("unexpected reply %q", r.Raw)
-	}
-	ttlAt, err := strconv.ParseInt(string(items[1].Data), 10, 64)
-	if err != nil {
-		return backend.Record{}, false, fmt.Errorf("unexpected reply %q", r.Raw)
-	}
-	value := append([]byte{}, items[0].Data...)
-	return backend.Record{Value: value, TTLAt: ttlAt, Live: items[2].Int() == 1}, true, nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
-	"github.com/prepkey/prepkey/protocol/upstream"
+	"github.com/prepkey/prepkey/backend/redis/loopconn"
 )
 
 // store is a backend's store as main holds it: the store contract plus
@@ -33,7 +33,7 @@ type opened struct {
 	// wire is how each event loop reaches a store driven
 	// backend.DriveWire over a connection of its own (a standalone Redis:
 	// redis.Wire); nil for the others.
-	wire upstream.Wire
+	wire loopconn.Wire
 }
 
 // openBackend is the one place that reads a --backend URL's scheme and opens

@@ -143,7 +143,7 @@ func blockRows(ns string) []blockRow {
 // serveStore starts a sidecar server on the store under test, driven as
 // drive says, and returns its address. With DriveWire the server's event
 // loops reach the store (a standalone Redis) over connections of their
-// own, as the sidecar does (upstream.Wire, the store's redis.Wire).
+// own, as the sidecar does (loopconn.Wire, the store's redis.Wire).
 func serveStore(t *testing.T, e *env, drive backend.Drive) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,13 +1,13 @@
 package scheduler
 
 import (
+	"github.com/prepkey/prepkey/backend/redis/loopconn"
 	"github.com/prepkey/prepkey/protocol/transport"
-	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // wireDriver drives a standalone Redis (backend.DriveWire): the loop does
 // not wait at all. It writes each batch to its own connection to the
-// store and reads the replies when they come (package upstream), so no
+// store and reads the replies when they come (package loopconn), so no
 // goroutine waits on Redis and several batches are on their way at once.
 // While that connection is down (Redis failed or was slow, or the loop
 // still dials), batches take the batch driver's path off the loop, to
@@ -22,13 +22,13 @@ func newWireDriver(cfg *Config, loop transport.Loop) *wireDriver {
 }
 
 // link is the loop's own connection to a store driven backend.DriveWire
-// (upstream.Conn, link.go); the loop hands it its gnet events as a
+// (loopconn.Conn, link.go); the loop hands it its gnet events as a
 // transport.LoopConn.
 type link interface {
 	// Ready reports whether batches can go on it now.
 	Ready() bool
 	// Send writes a batch; its Answer runs on the loop.
-	Send(upstream.Batch)
+	Send(loopconn.Batch)
 	// Close stops its dialling and watching; the loops close the
 	// connection.
 	Close()

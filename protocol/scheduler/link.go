@@ -5,13 +5,13 @@ package scheduler
 import (
 	"fmt"
 
+	"github.com/prepkey/prepkey/backend/redis/loopconn"
 	"github.com/prepkey/prepkey/protocol/transport"
-	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // newLink makes loop's own connection to a store driven backend.DriveWire.
 func newLink(cfg *Config, loop transport.Loop) link {
-	return upstream.New(upstream.Config{
+	return loopconn.New(loopconn.Config{
 		Wire:    cfg.Wire,
 		Timeout: cfg.Deadline,
 		Loop:    loop.(transport.GnetLoop).EventLoop,

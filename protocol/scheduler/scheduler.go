@@ -13,7 +13,7 @@
 // (package transport), frame or write RESP (package resp, through Conn),
 // spell an error reply (the catalogue: commands.Unavailable), or reach a
 // store but through Store (and, for DriveWire, the loop's own connection,
-// package upstream).
+// package loopconn).
 package scheduler
 
 import (
@@ -23,10 +23,10 @@ import (
 	"time"
 
 	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/backend/redis/loopconn"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
-	"github.com/prepkey/prepkey/protocol/upstream"
 )
 
 // How a loop's connections reach the store: one driver per loop (or per
@@ -120,9 +120,9 @@ type Config struct {
 	// (tests), driven backend.DriveCalls.
 	Store Store
 	// Wire is how each loop reaches a store driven backend.DriveWire over
-	// a connection of its own (package upstream); without it such a store
+	// a connection of its own (package loopconn); without it such a store
 	// is driven backend.DriveBatch.
-	Wire upstream.Wire
+	Wire loopconn.Wire
 	// Deadline bounds every submission to the store, whatever its path:
 	// the store's own (backend.Info.Timeout) or --backend-timeout, as the
 	// server decides once (protocol.Server.deadline).

@@ -12,7 +12,7 @@ import (
 )
 
 // wireBatch is a batch on the loop's own connection to Redis (an
-// upstream.Batch): its commands are parsed into ops on the loop, when it
+// loopconn.Batch): its commands are parsed into ops on the loop, when it
 // is sent (the refused ones answered at once), the connection takes the
 // ops to the store and hands back their results, and the batch answers
 // its runs from them, on the loop. So the connection sees ops and

@@ -21,7 +21,7 @@ var _ gnet.EventHandler = events{}
 
 // LoopConn is a connection served on a loop: a client's (package
 // protocol's conn), or the loop's own connection to the store
-// (*upstream.Conn). Its methods are gnet's callbacks for it.
+// (*loopconn.Conn). Its methods are gnet's callbacks for it.
 type LoopConn interface {
 	OnOpen(gc gnet.Conn) gnet.Action
 	OnTraffic(gc gnet.Conn) gnet.Action

@@ -1,6 +1,6 @@
 //go:build !wasip1
 
-package upstream
+package loopconn
 
 import (
 	"context"

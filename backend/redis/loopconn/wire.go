@@ -1,4 +1,4 @@
-// Package upstream is an event loop's own connection to a store it
+// Package loopconn is an event loop's own connection to a store it
 // reaches over the wire (a standalone Redis, through redis.Wire): a store
 // whose opener says backend.DriveWire. The loop writes a batch's requests to
 // it and goes on serving clients; the replies come back as input on that
@@ -15,10 +15,16 @@
 // ops and results, never commands or replies (package commands): the wire
 // driver parses a batch and writes its replies.
 //
+// It lives under backend/redis (it was protocol/upstream) because it is
+// that store's way of completing a batch: it needs only package backend,
+// the watchdog and gnet, nothing of the server. It is a package of its own,
+// not part of package redis, so that the store's other users (the
+// WebAssembly build, storetest, tools) do not link gnet.
+//
 // This file builds everywhere (package protocol names Wire in its Config);
 // the connection itself (conn.go) needs gnet, which the WebAssembly build
 // does not have.
-package upstream
+package loopconn
 
 import (
 	"context"
