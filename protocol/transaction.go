@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/prepkey/prepkey/backend/watchdog"
 	"github.com/prepkey/prepkey/commands"
-	"github.com/prepkey/prepkey/protocol/watchdog"
 )
 
 // Transactions (MULTI/EXEC/DISCARD), as Redis answers them: after MULTI

@@ -6,10 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prepkey/prepkey/backend/watchdog"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/stats"
 	"github.com/prepkey/prepkey/protocol/transport"
-	"github.com/prepkey/prepkey/protocol/watchdog"
 )
 
 // batch is the unit of work sent to a store: the runs of one or more of a

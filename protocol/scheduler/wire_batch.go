@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/prepkey/prepkey/backend"
+	"github.com/prepkey/prepkey/backend/watchdog"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/transport"
-	"github.com/prepkey/prepkey/protocol/watchdog"
 )
 
 // wireBatch is a batch on the loop's own connection to Redis (an

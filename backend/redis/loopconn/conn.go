@@ -13,7 +13,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/protocol/watchdog"
+	"github.com/prepkey/prepkey/backend/watchdog"
 )
 
 // Config is what a Conn is made of.

@@ -1,7 +1,8 @@
 // Package watchdog bounds work at a store by --backend-timeout, counted as
 // the store's silence: package protocol's batches and EXEC blocks, and the
-// event loop's own connection to Redis (package loopconn). It is a package
-// of its own because backend/redis/loopconn, which protocol imports, uses it too.
+// event loop's own connection to Redis (package loopconn). It lives under
+// backend, beside the stores whose deadline it keeps, so that a store's own
+// way of completing (backend/redis/loopconn) does not import the server.
 package watchdog
 
 import (
