@@ -165,3 +165,18 @@ func (s *valueStore) Scan(ctx context.Context, ns string, pos []byte, count int)
 	}
 	return page, nil
 }
+
+// Info is the store's, with its layout's argument check (ArgCheck) run on
+// the mapped values: the command layer checks an op before it reaches Run,
+// on the values the suite wrote, which only the mapping makes the store's
+// (layout=wow takes JSON; the suite writes any bytes).
+func (s *valueStore) Info() backend.Info {
+	info := s.Store.Info()
+	if check := info.ArgCheck; check != nil {
+		info.ArgCheck = func(op *backend.Op) error {
+			mapped := s.op(*op)
+			return check(&mapped)
+		}
+	}
+	return info
+}
