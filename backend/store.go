@@ -23,6 +23,9 @@ import (
 // may not have taken effect. It is reported as -UNAVAILABLE, never as :0.
 type Store interface {
 	Runner
+	// Submitter takes a submission (submit.go): the server's one way to
+	// its ops (issue 33).
+	Submitter
 	// Scan returns the next records of namespace ns, live or expired but
 	// retained, from pos (nil: the start), about count of them. Every
 	// record present and unchanged from the first call to the last is
@@ -69,6 +72,16 @@ type Info struct {
 	// wait-timeout after the writes (docs/redis.md), so its calls take up
 	// to the backend timeout plus wait-timeout.
 	Timeout time.Duration
+	// Completes is how the store finishes a submission (Submit): AtOnce
+	// (memory:; the server arms no deadline and joins no runs), OnLoop
+	// (may finish on the submitter's loop: the server never waits for it
+	// there), or Elsewhere (from a goroutine of its own).
+	Completes Completion
+	// Joins reports whether the server is to join the runs of several
+	// connections into one submission (one fsync, one Redis pipeline);
+	// otherwise each connection's run is a submission of its own (MongoDB:
+	// no batch of atomic document operations).
+	Joins bool
 }
 
 // Deadline is the one bound of a submission to a store with this Info:

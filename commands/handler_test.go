@@ -77,6 +77,12 @@ func (f *fakeStore) Run(ctx context.Context, ops []backend.Op, res []backend.Res
 
 func (f *fakeStore) RunOne(ctx context.Context, op backend.Op) backend.Result { return f.one(ctx, &op) }
 
+// Submit runs the submission at once, on the caller.
+func (f *fakeStore) Submit(s *backend.Submission) {
+	backend.RunSubmission(f, s)
+	s.Finish(backend.AtOnce)
+}
+
 func (f *fakeStore) one(_ context.Context, op *backend.Op) (r backend.Result) {
 	switch op.Kind {
 	case backend.OpPrepare:
