@@ -70,9 +70,16 @@ const (
 	// Elsewhere: on another goroutine (a group commit, a client's
 	// pipeline, a call of its own).
 	Elsewhere
-	// Late: the deadline answered it (every Res is a failure), on the
-	// watch's goroutine; the store may still read the ops.
+	// Late: the deadline answered it, on the watch's goroutine: every op
+	// failed with LateErr. The store may still read the ops and write Res
+	// and Err, which the submitter no longer reads.
 	Late
+	// Dropped: the store finished, after Late, a submission the deadline
+	// had answered: nothing to answer (Done runs a second time, with
+	// this). The submitter counts it as no longer at the store: it bounds
+	// the submissions left at a hung store (the server's maxAtStore),
+	// which only the store's Finish can tell.
+	Dropped
 )
 
 // Submitter is the half of the store contract that takes submissions.
@@ -90,8 +97,8 @@ type Submitter interface {
 }
 
 // Watch arms s's deadline: when the store has been silent for s.Timeout,
-// every op is answered with a failure and Done runs with Late, on the
-// watch's goroutine; the store's Finish after that is dropped. The
+// Done runs with Late (every op failed: LateErr), on the watch's
+// goroutine; the store's Finish after that runs Done with Dropped. The
 // submitter calls it before Store.Submit, unless the store finishes at
 // once (Info.Completes is AtOnce), which needs no watch.
 func (s *Submission) Watch() {
@@ -100,17 +107,16 @@ func (s *Submission) Watch() {
 }
 
 func (s *Submission) fired() {
-	if !s.watch.Expired() {
-		return
+	if s.watch.Expired() {
+		s.Done(s, Late)
 	}
-	err := fmt.Errorf("no answer within %s", s.Timeout)
-	for i := range s.Ops {
-		s.Res[i] = Result{Err: err}
-	}
-	if s.Isolation == Isolated {
-		s.Err = err
-	}
-	s.Done(s, Late)
+}
+
+// LateErr is the failure of every op of a submission the deadline
+// answered (Done's Late). Res and Err are not written then: the store may
+// still be writing them, and the submitter reads neither after Late.
+func (s *Submission) LateErr() error {
+	return fmt.Errorf("no answer within %s", s.Timeout)
 }
 
 // Heard notes that the store made progress on s at now: its deadline
@@ -126,9 +132,10 @@ func (s *Submission) Heard(now time.Time) {
 func (s *Submission) Expired() bool { return s.watched && s.watch.Claimed() }
 
 // Finish is the store's: every Res (and Err) is final. It runs Done with
-// how, unless the deadline answered s first.
+// how, or with Dropped when the deadline answered s first.
 func (s *Submission) Finish(how Completion) {
 	if s.watched && !s.watch.Claim() {
+		s.Done(s, Dropped)
 		return
 	}
 	s.Done(s, how)

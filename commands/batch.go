@@ -64,6 +64,15 @@ type Parsed struct {
 	h     *Handler
 	// scans counts the scans whose cursor is still sealed (OpenScans).
 	scans int
+	// answer, when set, answers Ops[k] instead of its spec (ParsedOf).
+	answer func(k int, res backend.Result) Reply
+}
+
+// ParsedOf is a batch parsed by a handler other than this package's (a
+// test's fake store): ops[k] is the command at[k] of the batch, answered
+// by answer from its result.
+func ParsedOf(ops []backend.Op, at []int, answer func(k int, res backend.Result) Reply) Parsed {
+	return Parsed{Ops: ops, at: at, answer: answer}
 }
 
 // ParseBatch parses cmds into their ops. The commands refused by
@@ -104,6 +113,10 @@ func (c Parsed) Index(k int) int { return c.at[k] }
 // result for Ops[k]; a scan's next position is sealed into its cursor.
 func (c Parsed) Answer(res []backend.Result, replies []Reply) {
 	for k, i := range c.at {
+		if c.answer != nil {
+			replies[i] = c.answer(k, res[k])
+			continue
+		}
 		if c.Ops[k].Kind == backend.OpScan {
 			c.h.sealScan(&c.Ops[k], &res[k])
 		}

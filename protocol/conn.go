@@ -2,13 +2,13 @@ package protocol
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/conncmd"
 	"github.com/prepkey/prepkey/protocol/floodlog"
@@ -24,10 +24,11 @@ import (
 // goroutine's: offload).
 type conn struct {
 	srv     *Server
-	gc      transport.IO     // gnet's Conn, or the portable transport's (package transport)
-	loop    transport.Loop   // the connection's event loop
-	drv     scheduler.Driver // how its runs reach the store (package scheduler)
-	inline  bool             // PK commands are answered on the loop (drv.OnLoop)
+	gc      transport.IO    // gnet's Conn, or the portable transport's (package transport)
+	loop    transport.Loop  // the connection's event loop
+	sch     *scheduler.Loop // how its runs reach the store (package scheduler)
+	inline  bool            // PK commands are answered on the loop (Scheduler.AtOnce)
+	one     oneSub          // the submission of a PK command answered on the loop
 	guard   resp.FramingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
 	out     resp.Writer
@@ -170,7 +171,7 @@ func (c *conn) Open(io transport.IO, loop transport.Loop, h transport.Handle, fd
 	// One set of counters for all (they are atomic): one a connection
 	// would grow with every connection ever served.
 	c.stats = c.srv.stats.ForLoop(nil)
-	c.useDriver(c.srv.drivers.For(nil)) // no loop of its own to wait on a batch
+	c.useScheduler(c.srv.sched.For(nil)) // no loop of its own to wait on a job
 }
 
 // Traffic is traffic, for the portable transport (transport.Served).
@@ -418,7 +419,7 @@ func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) 
 			c.queue(args)
 			c.noteQueued(args[0], at, errs)
 		case c.batched(args[0]):
-			if !c.drv.Admit(c) {
+			if !c.sch.Admit(c) {
 				// The loop has enough at the store: this connection
 				// waits, parked, its input unread, until some is
 				// answered.
@@ -551,7 +552,7 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 		// (DriveInline): it leaves the loop, so that other clients do
 		// not wait on its megabytes. The connection is at the store
 		// meanwhile, so its replies keep their order.
-		if !c.drv.Admit(c) {
+		if !c.sch.Admit(c) {
 			c.big = args
 			return bigParked, false
 		}
@@ -709,15 +710,24 @@ func (c *conn) keep(args [][]byte) {
 }
 
 // toStore sends the run (runArgs) to the store, through the connection's
-// driver: in a batch with other connections' runs, or one of its own.
+// loop's scheduling: with other connections' runs, or on its own.
 func (c *conn) toStore() {
 	c.srv.processed.Add(int64(len(c.runArgs)))
 	c.goBusy(len(c.runArgs))
-	c.drv.Submit(c)
+	c.sch.Submit(c)
 }
 
-// useDriver sets how the connection's runs reach the store (OnOpen, Open).
-func (c *conn) useDriver(d scheduler.Driver) { c.drv, c.inline = d, d.OnLoop() }
+// useScheduler sets how the connection's runs reach the store (OnOpen,
+// Open), and readies its submission of one command (answerPK).
+func (c *conn) useScheduler(l *scheduler.Loop) {
+	c.sch, c.inline = l, c.srv.sched.AtOnce()
+	o := &c.one
+	o.s = backend.Submission{Ops: o.ops[:], Res: o.res[:], Timeout: c.srv.deadline, Done: o.done}
+	o.wake = make(chan struct{}, 1)
+	if c.loop != nil {
+		o.s.Loop = c.loop
+	}
+}
 
 // offload runs work that may wait on the backend on a goroutine, so that
 // the loop goes on serving other connections, then resumes the connection
@@ -751,7 +761,7 @@ func (c *conn) resumeLater() {
 // resume goes on serving the connection once its store work is done.
 func (c *conn) resume() {
 	if n := c.st.back(); n > 0 {
-		c.drv.Landed(n) // may serve parked connections first
+		c.sch.Landed(n) // may serve parked connections first
 	}
 	if cap(c.runRaw) > 1<<20 || c.bigRun {
 		// do not pin a burst's copy for the connection's life
@@ -813,12 +823,59 @@ func (c *conn) answer(args [][]byte) {
 		c.out.Fail(commands.ErrNoAuth)
 		return
 	}
-	if r, ok := c.srv.handler.Do(context.Background(), args); ok {
-		c.out.Reply(r)
+	if c.inline && c.answerPK(args) {
 		return
 	}
 	if c.connCommand(args) {
 		return
 	}
 	c.out.Reply(commands.UnknownCommand(args))
+}
+
+// oneSub is a connection's submission of one PK command, answered on the
+// loop as it is read (a store that finishes at once: Scheduler.AtOnce),
+// made once and reused, so that a command costs no allocation.
+type oneSub struct {
+	s   backend.Submission
+	ops [1]backend.Op
+	res [1]backend.Result
+	// finished is set by done inside Submit (AtOnce); wake, when the
+	// store finishes later after all.
+	finished bool
+	wake     chan struct{}
+}
+
+func (o *oneSub) done(_ *backend.Submission, how backend.Completion) {
+	if how == backend.AtOnce {
+		o.finished = true
+		return
+	}
+	o.wake <- struct{}{}
+}
+
+// answerPK answers a PK command on the loop, as one submission of one op
+// that the store finishes inside Submit; it reports false when args names
+// no PK command. The op aliases gnet's input buffer: a store that
+// declares it finishes at once (backend.Info.Completes) and does not has
+// the loop wait for it, a breach of its declaration that is slow but
+// never wrong.
+func (c *conn) answerPK(args [][]byte) bool {
+	h := c.srv.handler
+	op, spec, refused, done, ok := h.ParseOne(args)
+	if !ok {
+		return false
+	}
+	if done {
+		c.out.Reply(refused)
+		return true
+	}
+	o := &c.one
+	o.ops[0], o.finished = op, false
+	h.Submit(&o.s)
+	if !o.finished {
+		<-o.wake
+	}
+	c.out.Reply(h.AnswerOne(spec, &o.ops[0], o.res[0]))
+	o.ops[0], o.res[0] = backend.Op{}, backend.Result{} // let go of the input
+	return true
 }

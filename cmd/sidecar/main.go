@@ -138,10 +138,6 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
 		Version: build.Version,
 		Backend: kind,
-		// How PK commands reach the store is its opener's to say
-		// (openBackend); a standalone Redis is reached through its Wire.
-		Drive:            o.drive,
-		Wire:             o.wire,
 		BackendTimeout:   cfg.backendTimeout,
 		MaxTxMemory:      int64(cfg.maxTxMemory),
 		Logger:           log,
