@@ -93,8 +93,29 @@ type Submitter interface {
 // every op is answered with a failure and Done runs with Late, on the
 // watch's goroutine; the store's Finish after that is dropped. The
 // submitter calls it before Store.Submit, unless the store finishes at
-// once (Info.Completes is AtOnce), which needs no watch.
+// once (Info.Completes is AtOnce), which needs no watch. A Timeout of zero
+// or less is no deadline (tests): Watch does nothing.
+//
+// The rule between Completes and Done's how (storetest checks it on every
+// store):
+//   - A store that declares AtOnce finishes AtOnce, inside Submit, except a
+//     submission it chooses to take elsewhere (memory: one of megabytes of
+//     arguments, which would hold the loop; never one under 64 KiB of
+//     arguments): it arms the deadline itself (Watch) before Submit
+//     returns, and finishes it Elsewhere. So the submitter never needs to
+//     know the store's threshold: it acts on how.
+//   - A store that declares OnLoop or Elsewhere never finishes AtOnce (the
+//     submitter, on its loop, may rely on Done not running inside Submit);
+//     it finishes OnLoop only on s.Loop (inside a func given to Later),
+//     and Elsewhere otherwise.
+//
+// A Submission may be submitted again (the server keeps one per
+// connection) once Done ran with how other than Late: after Late the
+// store may still hold it, and the submitter makes a new one.
 func (s *Submission) Watch() {
+	if s.Timeout <= 0 {
+		return
+	}
 	s.watched = true
 	s.watch.Start(s.Timeout, s.fired)
 }
@@ -127,15 +148,25 @@ func (s *Submission) Expired() bool { return s.watched && s.watch.Claimed() }
 
 // Finish is the store's: every Res (and Err) is final. It runs Done with
 // how, unless the deadline answered s first.
+//
+// After a Finish that runs Done, s is no longer watched, so that it can be
+// submitted again (to an AtOnce store, which is not watched).
 func (s *Submission) Finish(how Completion) {
-	if s.watched && !s.watch.Claim() {
-		return
+	if s.watched {
+		if !s.watch.Claim() {
+			return
+		}
+		s.watched = false
 	}
 	s.Done(s, how)
 }
 
-// Context is a context for one store call of s, bounded by its deadline.
+// Context is a context for one store call of s, bounded by its deadline
+// (none when Timeout is zero or less).
 func (s *Submission) Context() (context.Context, context.CancelFunc) {
+	if s.Timeout <= 0 {
+		return context.WithCancel(context.Background())
+	}
 	return context.WithTimeout(context.Background(), s.Timeout)
 }
 
