@@ -18,9 +18,10 @@ import (
 // connection), or from a goroutine of its own (the embedded store's group
 // commit, the Redis client, MongoDB).
 //
-// The ops alias the submitter's buffers until the submission is finished,
-// or until its deadline answers it (Done's Late): a store that reads them
-// after that copies them first.
+// The ops alias the submitter's buffers until the submission is finished;
+// after its deadline answered it (Done's Late) the store may still read
+// them and write Res: the submitter lets go of the submission then (a new
+// one for the next).
 type Submission struct {
 	Ops []Op
 	// Res[i] is the outcome of Ops[i]; len(Res) >= len(Ops).
@@ -43,6 +44,11 @@ type Submission struct {
 	// Done receives the outcome, once, as how says: from the store
 	// (Finish) or from the deadline (Late).
 	Done func(s *Submission, how Completion)
+	// LateErr is the deadline's failure, set before Done runs with Late:
+	// every op is answered with it. Res and Err are then still the
+	// store's, which may be writing them (the deadline does not write
+	// them: that raced with the store), and the submitter reads neither.
+	LateErr error
 
 	watched bool
 	watch   watchdog.Watch
@@ -70,8 +76,9 @@ const (
 	// Elsewhere: on another goroutine (a group commit, a client's
 	// pipeline, a call of its own).
 	Elsewhere
-	// Late: the deadline answered it (every Res is a failure), on the
-	// watch's goroutine; the store may still read the ops.
+	// Late: the deadline answered it (every op fails with LateErr; Res
+	// and Err are the store's still), on the watch's goroutine; the store
+	// may still read the ops and write the results.
 	Late
 )
 
@@ -90,7 +97,7 @@ type Submitter interface {
 }
 
 // Watch arms s's deadline: when the store has been silent for s.Timeout,
-// every op is answered with a failure and Done runs with Late, on the
+// every op is answered with a failure (LateErr) and Done runs with Late, on the
 // watch's goroutine; the store's Finish after that is dropped. The
 // submitter calls it before Store.Submit, unless the store finishes at
 // once (Info.Completes is AtOnce), which needs no watch. A Timeout of zero
@@ -124,13 +131,7 @@ func (s *Submission) fired() {
 	if !s.watch.Expired() {
 		return
 	}
-	err := fmt.Errorf("no answer within %s", s.Timeout)
-	for i := range s.Ops {
-		s.Res[i] = Result{Err: err}
-	}
-	if s.Isolation == Isolated {
-		s.Err = err
-	}
+	s.LateErr = fmt.Errorf("no answer within %s", s.Timeout)
 	s.Done(s, Late)
 }
 
@@ -168,6 +169,25 @@ func (s *Submission) Context() (context.Context, context.CancelFunc) {
 		return context.WithCancel(context.Background())
 	}
 	return context.WithTimeout(context.Background(), s.Timeout)
+}
+
+// ArgBytes is the size of ops' arguments (keys and values), counted up to
+// limit: a store that would hold its caller over a submission of
+// megabytes takes it elsewhere from such a size (memory:, the standalone
+// Redis's loop connections).
+func ArgBytes(ops []Op, limit int) int {
+	n := 0
+	for i := range ops {
+		op := &ops[i]
+		n += len(op.Key) + len(op.Value) + len(op.OldKey) + len(op.OldValue) + len(op.Cond.Value)
+		for _, e := range op.Entries {
+			n += len(e.Key) + len(e.Value)
+		}
+		if n >= limit {
+			break
+		}
+	}
+	return n
 }
 
 // ScanOp runs an OpScan op through st's Scan: the page of op.NS from the

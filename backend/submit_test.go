@@ -20,7 +20,8 @@ func TestSubmissionLateDropsFinish(t *testing.T) {
 	}
 	s.Watch()
 	require.Equal(t, Late, <-hows)
-	require.ErrorContains(t, s.Res[0].Err, "no answer within 20ms")
+	require.ErrorContains(t, s.LateErr, "no answer within 20ms")
+	require.NoError(t, s.Res[0].Err, "the deadline leaves Res to the store")
 	require.True(t, s.Expired())
 	s.Finish(Elsewhere)
 	require.Empty(t, hows, "the store's Finish after Late ran Done")

@@ -20,7 +20,7 @@ import (
 // store), and finishes Elsewhere (backend.Submission.Watch states the
 // rule).
 func (s *Store) Submit(sub *backend.Submission) {
-	if argBytes(sub.Ops) >= offLoopAt {
+	if backend.ArgBytes(sub.Ops, offLoopAt) >= offLoopAt {
 		sub.Watch()
 		go func() {
 			backend.RunSubmission(s, sub)
@@ -55,20 +55,4 @@ func (s *Store) runAtOnce(sub *backend.Submission) {
 		sub.Res[i] = backend.Result{}
 		s.one(op, &sub.Res[i])
 	}
-}
-
-// argBytes is the size of ops' arguments, up to offLoopAt.
-func argBytes(ops []backend.Op) int {
-	n := 0
-	for i := range ops {
-		op := &ops[i]
-		n += len(op.Key) + len(op.Value) + len(op.OldKey) + len(op.OldValue) + len(op.Cond.Value)
-		for _, e := range op.Entries {
-			n += len(e.Key) + len(e.Value)
-		}
-		if n >= offLoopAt {
-			return n
-		}
-	}
-	return n
 }

@@ -395,8 +395,7 @@ func testSubmitDeadline(t *testing.T, newStore NewStore) {
 	release()
 	require.Equal(t, backend.Late, got.how)
 	require.GreaterOrEqual(t, took, timeout, "answered Late before the deadline")
-	require.Error(t, got.sub.Res[0].Err)
-	require.Contains(t, got.sub.Res[0].Err.Error(), "no answer within")
+	require.ErrorContains(t, got.sub.LateErr, "no answer within")
 
 	// The store, let go, serves on; its Finish of the held submission is
 	// dropped.
