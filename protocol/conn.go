@@ -28,7 +28,7 @@ type conn struct {
 	loop    transport.Loop  // the connection's event loop
 	sch     *scheduler.Loop // how its runs reach the store (package scheduler)
 	inline  bool            // PK commands are answered on the loop (Scheduler.AtOnce)
-	one     oneSub          // the submission of a PK command answered on the loop
+	one     *oneSub         // the submission of a PK command answered on the loop
 	guard   resp.FramingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
 	out     resp.Writer
@@ -721,12 +721,7 @@ func (c *conn) toStore() {
 // Open), and readies its submission of one command (answerPK).
 func (c *conn) useScheduler(l *scheduler.Loop) {
 	c.sch, c.inline = l, c.srv.sched.AtOnce()
-	o := &c.one
-	o.s = backend.Submission{Ops: o.ops[:], Res: o.res[:], Timeout: c.srv.deadline, Done: o.done}
-	o.wake = make(chan struct{}, 1)
-	if c.loop != nil {
-		o.s.Loop = c.loop
-	}
+	c.one = newOneSub(c.srv.deadline, c.loop)
 }
 
 // offload runs work that may wait on the backend on a goroutine, so that
@@ -839,26 +834,42 @@ type oneSub struct {
 	s   backend.Submission
 	ops [1]backend.Op
 	res [1]backend.Result
-	// finished is set by done inside Submit (AtOnce); wake, when the
-	// store finishes later after all.
-	finished bool
-	wake     chan struct{}
+	// atOnce is set by done inside Submit (AtOnce); otherwise done sets
+	// how, from wherever the store finished, and wakes the loop.
+	atOnce bool
+	how    backend.Completion
+	wake   chan struct{}
+}
+
+func newOneSub(deadline time.Duration, loop transport.Loop) *oneSub {
+	o := &oneSub{wake: make(chan struct{}, 1)}
+	o.s = backend.Submission{Ops: o.ops[:], Res: o.res[:], Timeout: deadline, Done: o.done}
+	if loop != nil {
+		o.s.Loop = loop
+	}
+	return o
 }
 
 func (o *oneSub) done(_ *backend.Submission, how backend.Completion) {
+	if how == backend.Dropped {
+		return // after Late: the connection has a new one
+	}
 	if how == backend.AtOnce {
-		o.finished = true
+		o.atOnce = true
 		return
 	}
+	o.how = how
 	o.wake <- struct{}{}
 }
 
 // answerPK answers a PK command on the loop, as one submission of one op
 // that the store finishes inside Submit; it reports false when args names
-// no PK command. The op aliases gnet's input buffer: a store that
-// declares it finishes at once (backend.Info.Completes) and does not has
-// the loop wait for it, a breach of its declaration that is slow but
-// never wrong.
+// no PK command. The op aliases gnet's input buffer, so the loop does not
+// go on while the store holds it: a store that declares it finishes at
+// once (backend.Info.Completes AtOnce) and takes a submission elsewhere
+// after all (memory: one of a megabyte of arguments, under the deadline
+// it arms itself) has the loop wait for it. Requests of megabytes that
+// arrive in parts are runs instead (serveBig), which do not.
 func (c *conn) answerPK(args [][]byte) bool {
 	h := c.srv.handler
 	op, spec, refused, done, ok := h.ParseOne(args)
@@ -869,11 +880,17 @@ func (c *conn) answerPK(args [][]byte) bool {
 		c.out.Reply(refused)
 		return true
 	}
-	o := &c.one
-	o.ops[0], o.finished = op, false
+	o := c.one
+	o.ops[0], o.atOnce = op, false
 	h.Submit(&o.s)
-	if !o.finished {
+	if !o.atOnce {
 		<-o.wake
+	}
+	if !o.atOnce && o.how == backend.Late {
+		// The store may still hold it: the connection makes a new one.
+		c.out.Reply(commands.Unavailable(o.s.LateErr))
+		c.one = newOneSub(c.srv.deadline, c.loop)
+		return true
 	}
 	c.out.Reply(h.AnswerOne(spec, &o.ops[0], o.res[0]))
 	o.ops[0], o.res[0] = backend.Op{}, backend.Result{} // let go of the input

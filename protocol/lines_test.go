@@ -50,4 +50,3 @@ func (l *lineReader) expect(want string) {
 	require.NoError(l.t, err)
 	require.Equal(l.t, want, line)
 }
-

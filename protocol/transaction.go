@@ -230,7 +230,7 @@ func (c *conn) runBlock(t tx) {
 		case backend.Dropped:
 			return
 		case backend.Late:
-			abort = commands.Unavailable(s.LateErr())
+			abort = commands.Unavailable(s.LateErr)
 		default:
 			abort, ok = parsed.ExecAnswer(s.Res, s.Err, replies)
 		}

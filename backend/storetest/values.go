@@ -180,3 +180,56 @@ func (s *valueStore) Info() backend.Info {
 	}
 	return info
 }
+
+// Submit maps the values of the ops and, once the store finished the
+// submission, of the records in its results, as Run does: without its own
+// Submit the promoted one would take the suite's values to the store
+// unmapped. The submission is the caller's, its ops swapped for the mapped
+// ones, so that its deadline (Watch) is the one the store sees.
+func (s *valueStore) Submit(sub *backend.Submission) {
+	ops, done := sub.Ops, sub.Done
+	mapped := make([]backend.Op, len(ops))
+	for i, op := range ops {
+		mapped[i] = s.op(op)
+		if keep := op.Keep; keep != nil {
+			mapped[i].Keep = func(r backend.ScanRecord) bool {
+				rec, err := s.out(r.Record)
+				if err != nil {
+					return true // kept, and its mapping fails the result
+				}
+				r.Record = rec
+				return keep(r)
+			}
+		}
+	}
+	sub.Ops = mapped
+	sub.Done = func(got *backend.Submission, how backend.Completion) {
+		if how == backend.Late || how == backend.Dropped {
+			// The store may still read the mapped ops: they stay.
+			done(got, how)
+			return
+		}
+		sub.Ops, sub.Done = ops, done
+		for i := range ops {
+			if ops[i].Kind != backend.OpScan {
+				sub.Res[i] = s.result(sub.Res[i])
+				continue
+			}
+			if p := sub.Res[i].Page; p != nil {
+				for j := range p.Records {
+					rec, err := s.out(p.Records[j].Record)
+					if err != nil {
+						sub.Res[i] = backend.Result{Err: err}
+						break
+					}
+					p.Records[j].Record = rec
+				}
+			}
+		}
+		for _, op := range mapped {
+			scribbleOp(op)
+		}
+		done(got, how)
+	}
+	s.Store.Submit(sub)
+}

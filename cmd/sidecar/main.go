@@ -135,9 +135,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		IdleTimeout: cfg.idleTimeout,
 		// A bulk this far past the limits is a framing-level refusal (as
 		// Redis's proto-max-bulk-len); smaller ones get the limit's error.
-		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
-		Version: build.Version,
-		Backend: kind,
+		MaxBulk:          max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
+		Version:          build.Version,
+		Backend:          kind,
 		BackendTimeout:   cfg.backendTimeout,
 		MaxTxMemory:      int64(cfg.maxTxMemory),
 		Logger:           log,

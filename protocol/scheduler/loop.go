@@ -329,7 +329,7 @@ func (j *job) done(s *backend.Submission, how backend.Completion) {
 		first := j.next - len(s.Ops)
 		res := make([]backend.Result, len(j.parsed.Ops))
 		copy(res, j.res[:first])
-		fail := backend.Result{Err: s.LateErr()}
+		fail := backend.Result{Err: s.LateErr}
 		for k := first; k < len(res); k++ {
 			res[k] = fail
 		}
