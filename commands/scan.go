@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prepkey/prepkey/backend"
 )
@@ -170,13 +171,19 @@ func (e *replyError) Error() string { return e.code.Line() }
 
 var errCursor = &replyError{ErrInvalidCursor}
 
-// secrets caches the store's secret after the first read.
+// secrets caches the store's secret after the first read. ready is the
+// key once read, for the event loop (cachedSecret), which must not wait
+// on mu while another goroutine reads the secret from the store.
 type secrets struct {
-	mu  sync.Mutex
-	key []byte
+	mu    sync.Mutex
+	key   []byte
+	ready atomic.Pointer[[]byte]
 }
 
 func (h *Handler) secret(ctx context.Context) ([]byte, error) {
+	if k := h.sec.ready.Load(); k != nil {
+		return *k, nil
+	}
 	h.sec.mu.Lock()
 	defer h.sec.mu.Unlock()
 	if h.sec.key != nil {
@@ -190,6 +197,7 @@ func (h *Handler) secret(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("store secret of %d bytes", len(k))
 	}
 	h.sec.key = k
+	h.sec.ready.Store(&k)
 	return k, nil
 }
 

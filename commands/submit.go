@@ -23,42 +23,48 @@ func (h *Handler) Completes() (backend.Completion, bool) {
 	return i.Completes, i.Joins
 }
 
-// ParseOne parses one command for a submission of its own. ok is false
-// when args[0] names no PK command. Otherwise either refused holds the
-// reply of a command refused by validation (done), or op is to be
-// submitted and its result answered with AnswerOne(spec, ...).
+// ParseOne parses one command into *op, for a submission of its own. ok
+// is false when args[0] names no PK command. Otherwise spec is the
+// command's, to answer its result with AnswerOne, or nil when validation
+// refused it: *refused is then its reply. op and refused are the caller's
+// (a connection's, reused), so that a command alone is parsed, submitted
+// and answered with no copy of its op or reply but into them.
 //
 // A scan's cursor is opened here with the store's secret, loaded on the
 // calling goroutine if it is not yet: the server calls ParseOne on its
 // loop only for a store that finishes at once (Info.Completes AtOnce),
 // whose Secret does not wait on I/O either.
-func (h *Handler) ParseOne(args [][]byte) (op backend.Op, spec *Spec, refused Reply, done, ok bool) {
+func (h *Handler) ParseOne(args [][]byte, op *backend.Op, refused *Reply) (spec *Spec, ok bool) {
 	spec = h.lookup(args[0])
 	if spec == nil {
-		return op, nil, Reply{}, false, false
+		return nil, false
 	}
-	op, r, valid := h.parse(spec, args)
+	o, r, valid := h.parse(spec, args)
 	if !valid {
-		return op, spec, r, true, true
+		*refused = r
+		return nil, true
 	}
+	*op = o
 	if op.Kind == backend.OpScan {
 		if err := h.LoadSecret(context.Background()); err != nil {
-			return op, spec, unavailable(err), true, true
+			*refused = unavailable(err)
+			return nil, true
 		}
-		if !h.openScan(&op) {
-			return op, spec, ErrInvalidCursor.Reply(), true, true
+		if !h.openScan(op) {
+			*refused = ErrInvalidCursor.Reply()
+			return nil, true
 		}
 	}
-	return op, spec, Reply{}, false, true
+	return spec, true
 }
 
 // AnswerOne is the reply of op (parsed by ParseOne for spec) from its
 // result.
-func (h *Handler) AnswerOne(spec *Spec, op *backend.Op, res backend.Result) Reply {
+func (h *Handler) AnswerOne(spec *Spec, op *backend.Op, res *backend.Result) Reply {
 	if op.Kind == backend.OpScan {
-		h.sealScan(op, &res)
+		h.sealScan(op, res)
 	}
-	return finish(spec, res)
+	return finish(spec, *res)
 }
 
 // LoadSecret reads the store's secret for the scan cursors, once (it is
@@ -69,11 +75,13 @@ func (h *Handler) LoadSecret(ctx context.Context) error {
 	return err
 }
 
-// cachedSecret is the store's secret if it was loaded.
+// cachedSecret is the store's secret if it was loaded, nil otherwise; it
+// never waits.
 func (h *Handler) cachedSecret() []byte {
-	h.sec.mu.Lock()
-	defer h.sec.mu.Unlock()
-	return h.sec.key
+	if k := h.sec.ready.Load(); k != nil {
+		return *k
+	}
+	return nil
 }
 
 // openScan replaces a scan's sealed cursor (op.Key) with the store's

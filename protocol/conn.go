@@ -20,7 +20,7 @@ import (
 
 // conn is one client connection. It lives on its event loop: every field is
 // touched only there. While the connection is at the store (st), out and
-// runArgs belong to the store work under way (its driver's batch, or a
+// runArgs belong to the store work under way (its loop's job, or a
 // goroutine's: offload).
 type conn struct {
 	srv     *Server
@@ -67,7 +67,7 @@ type conn struct {
 
 	// asm takes in a large request as it arrives, out of gnet's buffer
 	// (assembleAt); big is such a request, complete, parked until the
-	// driver has room for it.
+	// loop has room for it.
 	asm resp.Assembler
 	big [][]byte
 
@@ -512,7 +512,7 @@ type bigStep uint8
 const (
 	bigRan     bigStep = iota // it was answered, queued or sent to the store
 	bigMore                   // all the input was taken in; the rest is to come
-	bigParked                 // it waits for the driver's room
+	bigParked                 // it waits for its loop's room
 	bigStopped                // the connection is to be closed, or closes (closeIt)
 )
 
@@ -548,10 +548,11 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 		c.queue(args)
 		c.noteQueued(args[0], at, errs)
 	case c.authed && c.srv.handler.IsPK(args[0]):
-		// A run even where PK commands are answered on the loop
-		// (DriveInline): it leaves the loop, so that other clients do
-		// not wait on its megabytes. The connection is at the store
-		// meanwhile, so its replies keep their order.
+		// A run even where PK commands are answered on the loop (a
+		// store that finishes at once): the store takes a submission
+		// of megabytes elsewhere (memory:), so that other clients do
+		// not wait on it. The connection is at the store meanwhile, so
+		// its replies keep their order.
 		if !c.sch.Admit(c) {
 			c.big = args
 			return bigParked, false
@@ -674,7 +675,7 @@ func (c *conn) flush() {
 
 // batched reports whether the command named name goes to the store in a
 // run: a PK command after AUTH (before it, dispatch refuses it), unless
-// its driver has PK commands answered on the loop (inline), which dispatch
+// the store finishes at once (inline): then dispatch submits it itself
 // calls directly.
 func (c *conn) batched(name []byte) bool {
 	return c.authed && !c.inline && c.srv.handler.IsPK(name)
@@ -737,7 +738,7 @@ func (c *conn) offload(work func()) {
 }
 
 // goBusy hands the connection to store work, inRun commands of its run
-// (its driver counts them, landed): the replies so far are written first,
+// (its loop counts them, Landed): the replies so far are written first,
 // since out then belongs to that work until resume.
 func (c *conn) goBusy(inRun int) {
 	c.flush()
@@ -792,7 +793,7 @@ func (c *conn) yield(backlog bool) {
 const backlogWait = time.Millisecond
 
 // serveAgain serves input already received (after a yield, once the
-// driver has room, or once its run is back), unless the connection is not
+// loop has room, or once its run is back), unless the connection is not
 // to be served: closed, draining, or waiting on the store.
 func (c *conn) serveAgain() {
 	if !c.st.idle() {
@@ -831,9 +832,10 @@ func (c *conn) answer(args [][]byte) {
 // loop as it is read (a store that finishes at once: Scheduler.AtOnce),
 // made once and reused, so that a command costs no allocation.
 type oneSub struct {
-	s   backend.Submission
-	ops [1]backend.Op
-	res [1]backend.Result
+	s       backend.Submission
+	ops     [1]backend.Op
+	res     [1]backend.Result
+	refused commands.Reply // the reply of a command refused when parsed
 	// atOnce is set by done inside Submit (AtOnce); otherwise done sets
 	// how, from wherever the store finished, and wakes the loop.
 	atOnce bool
@@ -872,16 +874,16 @@ func (o *oneSub) done(_ *backend.Submission, how backend.Completion) {
 // arrive in parts are runs instead (serveBig), which do not.
 func (c *conn) answerPK(args [][]byte) bool {
 	h := c.srv.handler
-	op, spec, refused, done, ok := h.ParseOne(args)
+	o := c.one
+	spec, ok := h.ParseOne(args, &o.ops[0], &o.refused)
 	if !ok {
 		return false
 	}
-	if done {
-		c.out.Reply(refused)
+	if spec == nil {
+		c.out.Reply(o.refused)
 		return true
 	}
-	o := c.one
-	o.ops[0], o.atOnce = op, false
+	o.atOnce = false
 	h.Submit(&o.s)
 	if !o.atOnce {
 		<-o.wake
@@ -892,7 +894,9 @@ func (c *conn) answerPK(args [][]byte) bool {
 		c.one = newOneSub(c.srv.deadline, c.loop)
 		return true
 	}
-	c.out.Reply(h.AnswerOne(spec, &o.ops[0], o.res[0]))
-	o.ops[0], o.res[0] = backend.Op{}, backend.Result{} // let go of the input
+	// The op and result stay until the next command: clearing them cost
+	// more than what they pin (the last one's arguments, in gnet's buffer,
+	// and a record's value).
+	c.out.Reply(h.AnswerOne(spec, &o.ops[0], &o.res[0]))
 	return true
 }

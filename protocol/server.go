@@ -4,8 +4,8 @@
 // expects, which package conncmd answers, and what those see of them
 // (conncmd_env.go), MULTI/EXEC (transaction.go),
 // limits and pipelining, and a connection's run of PK commands as its
-// loop's driver sees it (run.go; the drivers, which take runs to the store
-// in batches, are package scheduler). It hands PK commands to package
+// loop's scheduling sees it (run.go; package scheduler takes runs to the
+// store as submissions). It hands PK commands to package
 // commands and counts into package stats (counting.go).
 //
 // It may not move bytes on sockets or run event loops (package transport),
@@ -17,7 +17,8 @@
 // writes, with no goroutine per connection. A request costs a read and a
 // write, where a goroutine per connection also paid a read that finds the
 // socket empty, a park and a wake-up; at pipeline 1 that was half the CPU.
-// Commands that wait on a backend go to it in batches (package scheduler).
+// Commands that wait on a backend go to it in submissions, the runs of a
+// loop's connections joined (package scheduler).
 package protocol
 
 import (
@@ -48,12 +49,13 @@ import (
 type Handler interface {
 	// IsPK reports whether name is a PK command.
 	IsPK(name []byte) bool
-	// ParseOne parses one command for a submission of one op, answered on
-	// the loop (a store that finishes at once); ok is false for a name it
-	// does not know.
-	ParseOne(args [][]byte) (op backend.Op, spec *commands.Spec, refused commands.Reply, done, ok bool)
+	// ParseOne parses one command into *op for a submission of one op,
+	// answered on the loop (a store that finishes at once); ok is false
+	// for a name it does not know; spec is nil when it refused the
+	// command, with *refused its reply.
+	ParseOne(args [][]byte, op *backend.Op, refused *commands.Reply) (spec *commands.Spec, ok bool)
 	// AnswerOne is the reply of such an op from its result.
-	AnswerOne(spec *commands.Spec, op *backend.Op, res backend.Result) commands.Reply
+	AnswerOne(spec *commands.Spec, op *backend.Op, res *backend.Result) commands.Reply
 	// ParseBatch parses and validates PK commands into ops, answering the
 	// refused ones.
 	ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed

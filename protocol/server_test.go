@@ -70,18 +70,20 @@ func (h *echoHandler) reply(op *backend.Op, res backend.Result) commands.Reply {
 	return h.answer([][]byte{nil, op.Key})
 }
 
-func (h *echoHandler) ParseOne(args [][]byte) (backend.Op, *commands.Spec, commands.Reply, bool, bool) {
+func (h *echoHandler) ParseOne(args [][]byte, op *backend.Op, refused *commands.Reply) (*commands.Spec, bool) {
 	if !h.IsPK(args[0]) {
-		return backend.Op{}, nil, commands.Reply{}, false, false
+		return nil, false
 	}
 	if r := h.answer(args); r.Kind == commands.Error {
-		return backend.Op{}, nil, r, true, true
+		*refused = r
+		return nil, true
 	}
-	return backend.Op{Key: args[1]}, nil, commands.Reply{}, false, true
+	*op = backend.Op{Key: args[1]}
+	return &commands.Spec{}, true
 }
 
-func (h *echoHandler) AnswerOne(_ *commands.Spec, op *backend.Op, res backend.Result) commands.Reply {
-	return h.reply(op, res)
+func (h *echoHandler) AnswerOne(_ *commands.Spec, op *backend.Op, res *backend.Result) commands.Reply {
+	return h.reply(op, *res)
 }
 
 // ParseBatch refuses what answer refuses; the others are ops.

@@ -102,7 +102,7 @@ func (h GnetHandle) Close()               { _ = h.gc.Close() }
 func (h GnetHandle) Later(f func()) error { return GnetLoop{h.gc.EventLoop()}.Later(f) }
 
 // GnetLoop is one gnet event loop as a connection (and its loop's
-// driver) use it.
+// scheduling, and a store's submission: backend.Loop) use it.
 type GnetLoop struct{ gnet.EventLoop }
 
 // Later queues f on the loop: gnet runs it after the round's I/O
