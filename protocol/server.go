@@ -198,6 +198,15 @@ func New(cfg Config, handler Handler, pinger Pinger) *Server {
 	return s
 }
 
+// LoopBackendConns is the count of the event loops' own connections to
+// the store that are up (INFO's loop_backend_conns): a store that keeps
+// connections of its own per loop (a standalone Redis) counts into it.
+func (s *Server) LoopBackendConns() *atomic.Int64 { return &s.stats.UpstreamsUp }
+
+// Closing reports whether the server is shutting down: a store's loop
+// connection lost then is not dialled again.
+func (s *Server) Closing() bool { return s.closing.Load() }
+
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("protocol: server closed")
 

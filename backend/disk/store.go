@@ -97,6 +97,8 @@ type Store struct {
 	// checks it with its stripe held, so none touches the closed db (pebble
 	// panics on use after Close).
 	closed    atomic.Bool
+	// group is the group commit of submissions (Submit).
+	group group
 	closeOnce sync.Once
 	closeErr  error
 

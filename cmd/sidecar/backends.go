@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
@@ -25,6 +26,10 @@ type store interface {
 type opened struct {
 	store store
 	kind  string
+	// serveLoops gives a standalone Redis store's loop connections
+	// (loopconn.Loops.Serve) the server's count of them up (INFO's
+	// loop_backend_conns) and its closing; nil for the other stores.
+	serveLoops func(up *atomic.Int64, closing func() bool)
 }
 
 // openBackend is the one place that reads a --backend URL's scheme and opens

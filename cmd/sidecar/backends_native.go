@@ -16,6 +16,7 @@ import (
 	"github.com/prepkey/prepkey/backend/disk"
 	"github.com/prepkey/prepkey/backend/mongo"
 	"github.com/prepkey/prepkey/backend/redis"
+	"github.com/prepkey/prepkey/backend/redis/loopconn"
 )
 
 // defaultListen is --listen's default: loopback only.
@@ -36,6 +37,14 @@ func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Lo
 	s, err := redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout, Logger: log})
 	if err != nil {
 		return opened{}, err
+	}
+	if w := s.Wire(); w != nil {
+		// The store writes each loop's submissions on a connection of
+		// its own to that loop (loopconn.Loops, made per loop on its first
+		// submission); the server gives them its counters (serveLoops).
+		loops := loopconn.NewLoops(w, loopconn.Options{Timeout: s.Info().Deadline(c.backendTimeout), Logger: log})
+		s.UseLoopConns(loops)
+		return opened{store: s, serveLoops: loops.Serve}, nil
 	}
 	return opened{store: s}, nil
 }

@@ -17,10 +17,9 @@ import (
 // declares how it completes a submission and whether runs join
 // (backend.Info), which is all the server's scheduler reads of it:
 // memory: at once (answered on the loop), file: elsewhere with runs joined
-// (one fsync), Redis, standalone or on a Cluster, elsewhere with runs
-// joined (one pipeline; a standalone Redis on the loop's own connection
-// would declare OnLoop), MongoDB elsewhere, each run its own (no batch of
-// atomic document operations).
+// (one fsync), a standalone Redis on the loop's own connection (OnLoop), a
+// Redis Cluster elsewhere through rueidis (one pipeline), MongoDB
+// elsewhere, each run its own (no batch of atomic document operations).
 func TestOpenBackendDeclares(t *testing.T) {
 	type decl struct {
 		completes backend.Completion
@@ -32,7 +31,7 @@ func TestOpenBackendDeclares(t *testing.T) {
 	}{
 		{"memory", "memory:", decl{backend.AtOnce, false}},
 		{"file", "file:" + t.TempDir(), decl{backend.Elsewhere, true}},
-		{"redis", os.Getenv("PREPKEY_REDIS_URL"), decl{backend.Elsewhere, true}},
+		{"redis", os.Getenv("PREPKEY_REDIS_URL"), decl{backend.OnLoop, true}},
 		{"redis-cluster", os.Getenv("PREPKEY_REDIS_CLUSTER_URL"), decl{backend.Elsewhere, true}},
 		{"mongo", os.Getenv("PK_TEST_MONGO_URI"), decl{backend.Elsewhere, false}},
 	}

@@ -143,6 +143,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		Logger:           log,
 		MaxClientsMemory: int64(cfg.maxClientsMemory),
 	}, commands.New(st, limits, storeClock()), st)
+	if o.serveLoops != nil {
+		// A standalone Redis's loop connections count into INFO and stop
+		// dialling at shutdown.
+		o.serveLoops(srv.LoopBackendConns(), srv.Closing)
+	}
 
 	// The backend's health is watched whether or not /readyz is served: its
 	// transitions are logged (lost, regained).

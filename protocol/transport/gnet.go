@@ -114,5 +114,10 @@ func (l GnetLoop) Later(f func()) error {
 	}))
 }
 
+// Gnet is the gnet event loop itself: what a store with a connection of
+// its own per loop keys it by (loopconn.GnetLoop: the standalone Redis
+// store writes a submission whose Loop is this on that loop's connection).
+func (l GnetLoop) Gnet() gnet.EventLoop { return l.EventLoop }
+
 // CloseConn closes the gnet connection io.
 func (l GnetLoop) CloseConn(io IO) { _ = l.Close(io.(gnet.Conn)) }
