@@ -262,6 +262,10 @@ type job struct {
 	late    bool // the deadline answered a submission: the store may still read the ops
 	began   time.Time
 	sent    time.Time // when the last submission was sent
+	// sub is the job's submission, sent again for each part of its ops
+	// (the contract allows it once finished, but after Late, when the
+	// job sends no more).
+	sub backend.Submission
 
 	// The loop's wait for the job (waitFor), when it waits: state says
 	// who resumes the connections, answered is closed once the replies
@@ -301,10 +305,14 @@ func (j *job) sendFrom(how backend.Completion) {
 		return
 	}
 	end := min(j.next+maxCallCmds, len(ops))
-	s := &backend.Submission{Ops: ops[j.next:end], Res: j.res[j.next:end], Timeout: cfg.Deadline, Done: j.done}
-	if j.l.loop != nil {
-		s.Loop = j.l.loop
+	s := &j.sub
+	if s.Done == nil {
+		s.Timeout, s.Done = cfg.Deadline, j.done
+		if j.l.loop != nil {
+			s.Loop = j.l.loop
+		}
 	}
+	s.Ops, s.Res = ops[j.next:end], j.res[j.next:end]
 	j.next = end
 	j.sent = time.Now()
 	if cfg.Info.Completes != backend.AtOnce {
