@@ -319,6 +319,14 @@ func (b brokenPrepare) Run(ctx context.Context, ops []backend.Op, res []backend.
 	return nil
 }
 
+// Submit runs the submission through the broken Run and RunOne, at once
+// (memory's Info declares AtOnce): the Submit promoted from the memory
+// store would bypass them.
+func (b brokenPrepare) Submit(sub *backend.Submission) {
+	backend.RunSubmission(b, sub)
+	sub.Finish(backend.AtOnce)
+}
+
 // requireRedisServer skips (fails on CI) when redis-server is not installed.
 func requireRedisServer(t *testing.T) {
 	t.Helper()

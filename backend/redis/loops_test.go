@@ -127,6 +127,20 @@ func (ls *loopStore) Run(_ context.Context, ops []backend.Op, res []backend.Resu
 	return got.sub.Err
 }
 
+// pause holds Redis for the suite's deadline row: CLIENT PAUSE WRITE
+// blocks every script (a submission on the loop's connection waits for
+// its reply), while CLIENT UNPAUSE, not a write, goes through. The pause
+// is bounded (10 s) in case the test dies holding it.
+func (ls *loopStore) pause(t *testing.T) func() func() {
+	return func() func() {
+		ctx := context.Background()
+		c, err := ls.conn(ctx)
+		require.NoError(t, err)
+		require.NoError(t, c.Do(ctx, c.B().ClientPause().Timeout(10000).Write().Build()).Error())
+		return func() { require.NoError(t, c.Do(ctx, c.B().ClientUnpause().Build()).Error()) }
+	}
+}
+
 // TestConformanceLoopConns runs the conformance suite through the loop's
 // own connection, every op submitted from a gnet loop; most submissions
 // finish OnLoop (the others, scans, Elsewhere).
@@ -136,7 +150,7 @@ func TestConformanceLoopConns(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
 		ls := newLoopStore(t, openStore(t, url, Config{Options: opts}))
 		t.Cleanup(func() { onLoop.Add(ls.hows[backend.OnLoop].Load()) })
-		return storetest.Harness{Store: ls}
+		return storetest.Harness{Store: ls, Hold: ls.pause(t)}
 	})
 	require.Positive(t, onLoop.Load(), "no submission finished on the loop")
 }
