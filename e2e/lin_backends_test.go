@@ -24,7 +24,6 @@ import (
 	"github.com/prepkey/prepkey/backend/mongo"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol"
-	"github.com/prepkey/prepkey/protocol/scheduler/schedtest"
 )
 
 // linShape is the default history: a few hundred commands from 8 to 16
@@ -279,8 +278,7 @@ func TestLinearizabilityCatchesBrokenPrepare(t *testing.T) {
 	t.Parallel()
 	seed := linSeed(t)
 	st := brokenPrepare{memory.New(backend.Options{})}
-	// Its own Run, on the loop, as memory: is served (schedtest.AtOnce).
-	srv := protocol.New(protocol.Config{}, commands.New(schedtest.Declare(st, schedtest.AtOnce), commands.DefaultLimits, nil), st)
+	srv := protocol.New(protocol.Config{}, commands.New(st, commands.DefaultLimits, nil), st)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()
