@@ -65,7 +65,7 @@ type loopStore struct {
 	loop  transport.GnetLoop
 	loops *loopconn.Loops
 	// hows counts the submissions by how they finished.
-	hows [backend.Late + 1]atomic.Int64
+	hows [backend.Dropped + 1]atomic.Int64
 }
 
 func newLoopStore(t *testing.T, s *Store) *loopStore {
