@@ -94,15 +94,28 @@ type outcome struct {
 	how backend.Completion
 }
 
-// Submit submits on the loop, as the server does, from that loop.
+// Submit submits on the loop, as the server does, from that loop: the
+// store gets a submission of its own from the gnet loop (the caller's may
+// be watched already), which shares the caller's results and finishes the
+// caller's as it finishes.
 func (ls *loopStore) Submit(sub *backend.Submission) {
-	sub.Loop = ls.loop
-	done := sub.Done
-	sub.Done = func(s *backend.Submission, how backend.Completion) {
+	in := &backend.Submission{Ops: sub.Ops, Res: sub.Res, Isolation: sub.Isolation, Timeout: sub.Timeout, Loop: ls.loop}
+	in.Done = func(in *backend.Submission, how backend.Completion) {
 		ls.hows[how].Add(1)
-		done(s, how)
+		if how == backend.Late {
+			sub.LateErr = in.LateErr
+		}
+		sub.Err = in.Err
+		if how == backend.OnLoop && sub.Loop != nil {
+			// Finished on the gnet loop: the caller's OnLoop is on its
+			// own loop.
+			if sub.Loop.Later(func() { sub.Finish(how) }) == nil {
+				return
+			}
+		}
+		sub.Finish(how)
 	}
-	if err := ls.loop.Later(func() { ls.Store.Submit(sub) }); err != nil {
+	if err := ls.loop.Later(func() { ls.Store.Submit(in) }); err != nil {
 		panic(err)
 	}
 }

@@ -184,10 +184,11 @@ func (s *valueStore) Info() backend.Info {
 // Submit maps the values of the ops and, once the store finished the
 // submission, of the records in its results, as Run does: without its own
 // Submit the promoted one would take the suite's values to the store
-// unmapped. The submission is the caller's, its ops swapped for the mapped
-// ones, so that its deadline (Watch) is the one the store sees.
+// unmapped. The store gets a submission of its own (the caller's may be
+// watched already: changing its Done then raced with its deadline), which
+// shares the caller's results and finishes the caller's as it finishes.
 func (s *valueStore) Submit(sub *backend.Submission) {
-	ops, done := sub.Ops, sub.Done
+	ops := sub.Ops
 	mapped := make([]backend.Op, len(ops))
 	for i, op := range ops {
 		mapped[i] = s.op(op)
@@ -202,14 +203,20 @@ func (s *valueStore) Submit(sub *backend.Submission) {
 			}
 		}
 	}
-	sub.Ops = mapped
-	sub.Done = func(got *backend.Submission, how backend.Completion) {
-		if how == backend.Late || how == backend.Dropped {
-			// The store may still read the mapped ops: they stay.
-			done(got, how)
+	in := &backend.Submission{Ops: mapped, Res: sub.Res, Isolation: sub.Isolation, Timeout: sub.Timeout, Loop: sub.Loop}
+	in.Done = func(in *backend.Submission, how backend.Completion) {
+		if how == backend.Dropped {
+			return // the store's finish after its own deadline: answered already
+		}
+		if how == backend.Late {
+			// The store armed a deadline of its own (an AtOnce store
+			// taking megabytes elsewhere), and it answered: the store may
+			// still read the mapped ops, which stay.
+			sub.LateErr = in.LateErr
+			sub.Finish(how)
 			return
 		}
-		sub.Ops, sub.Done = ops, done
+		sub.Err = in.Err
 		for i := range ops {
 			if ops[i].Kind != backend.OpScan {
 				sub.Res[i] = s.result(sub.Res[i])
@@ -229,7 +236,7 @@ func (s *valueStore) Submit(sub *backend.Submission) {
 		for _, op := range mapped {
 			scribbleOp(op)
 		}
-		done(got, how)
+		sub.Finish(how)
 	}
-	s.Store.Submit(sub)
+	s.Store.Submit(in)
 }
