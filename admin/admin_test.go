@@ -27,6 +27,7 @@ import (
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/internal/version"
 	"github.com/prepkey/prepkey/protocol"
+	"github.com/prepkey/prepkey/protocol/scheduler/schedtest"
 )
 
 // switchPinger is a backend whose ping succeeds, fails, or hangs until its
@@ -145,10 +146,11 @@ func TestEndpoints(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	st := memory.New(backend.Options{})
 	defer st.Close()
-	// The memory store driven one call at a time, off the loop, so that
-	// its calls are counted as the backend's.
-	srv := protocol.New(protocol.Config{Backend: "memory", Version: "1.2.3", MaxClients: 9, Drive: backend.DriveCalls},
-		commands.New(st, commands.Limits{MaxKeyBytes: 64, MaxValueBytes: 64}, nil), st)
+	// The memory store served as one submitted off the loop, each run its
+	// own (schedtest.Alone), so that its calls are counted as the
+	// backend's.
+	srv := protocol.New(protocol.Config{Backend: "memory", Version: "1.2.3", MaxClients: 9},
+		commands.New(schedtest.Declare(st, schedtest.Alone), commands.Limits{MaxKeyBytes: 64, MaxValueBytes: 64}, nil), st)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()
@@ -230,13 +232,13 @@ func TestMetrics(t *testing.T) {
 	lat := hist("prepkey_command_duration_seconds", "command", "pk.prepare")
 	require.Equal(t, uint64(4), lat.GetSampleCount())
 	require.Greater(t, lat.GetSampleSum(), 0.0)
-	// The store went through batches (not inline): one call per request,
-	// since each waited for the previous reply; the refused PREPARE is
-	// refused inside its batch.
-	require.Equal(t, uint64(6), hist("prepkey_backend_batch_size").GetSampleCount())
-	require.Equal(t, 6.0, hist("prepkey_backend_batch_size").GetSampleSum())
-	// By op: the refused PREPARE's call is a prepare call too.
-	require.Equal(t, uint64(4), hist("prepkey_backend_call_duration_seconds", "op", "prepare").GetSampleCount())
+	// The store went through submissions (not inline): one call per
+	// request, since each waited for the previous reply; the refused
+	// PREPARE is refused when parsed and never reaches the store (as on
+	// the loop's own Redis connection before: a submission holds ops only).
+	require.Equal(t, uint64(5), hist("prepkey_backend_batch_size").GetSampleCount())
+	require.Equal(t, 5.0, hist("prepkey_backend_batch_size").GetSampleSum())
+	require.Equal(t, uint64(3), hist("prepkey_backend_call_duration_seconds", "op", "prepare").GetSampleCount())
 	require.Equal(t, uint64(1), hist("prepkey_backend_call_duration_seconds", "op", "rollback").GetSampleCount())
 	require.Equal(t, uint64(1), hist("prepkey_backend_call_duration_seconds", "op", "get").GetSampleCount())
 	require.Len(t, fams["prepkey_backend_call_duration_seconds"].Metric, 3, "ops never called have no series")

@@ -18,9 +18,10 @@ import (
 // connection), or from a goroutine of its own (the embedded store's group
 // commit, the Redis client, MongoDB).
 //
-// The ops alias the submitter's buffers until the submission is finished,
-// or until its deadline answers it (Done's Late): a store that reads them
-// after that copies them first.
+// The ops alias the submitter's buffers until the submission is finished;
+// after its deadline answered it (Done's Late) the store may still read
+// them and write Res: the submitter lets go of the submission then (a new
+// one for the next).
 type Submission struct {
 	Ops []Op
 	// Res[i] is the outcome of Ops[i]; len(Res) >= len(Ops).
@@ -41,8 +42,14 @@ type Submission struct {
 	// own per loop keys them by it.
 	Loop Loop
 	// Done receives the outcome, once, as how says: from the store
-	// (Finish) or from the deadline (Late).
+	// (Finish) or from the deadline (Late); after Late, once more with
+	// Dropped when the store finishes.
 	Done func(s *Submission, how Completion)
+	// LateErr is the deadline's failure, set before Done runs with Late:
+	// every op is answered with it. Res and Err are then still the
+	// store's, which may be writing them (the deadline does not write
+	// them: that raced with the store), and the submitter reads neither.
+	LateErr error
 
 	watched bool
 	watch   watchdog.Watch
@@ -70,9 +77,16 @@ const (
 	// Elsewhere: on another goroutine (a group commit, a client's
 	// pipeline, a call of its own).
 	Elsewhere
-	// Late: the deadline answered it (every Res is a failure), on the
-	// watch's goroutine; the store may still read the ops.
+	// Late: the deadline answered it (every op fails with LateErr; Res
+	// and Err are the store's still), on the watch's goroutine; the store
+	// may still read the ops and write the results.
 	Late
+	// Dropped: the store finished, after Late, a submission the deadline
+	// had answered: nothing to answer (Done runs a second time, with
+	// this). The submitter counts it as no longer at the store: it bounds
+	// the submissions left at a hung store (the server's maxAtStore),
+	// which only the store's Finish can tell.
+	Dropped
 )
 
 // Submitter is the half of the store contract that takes submissions.
@@ -90,11 +104,33 @@ type Submitter interface {
 }
 
 // Watch arms s's deadline: when the store has been silent for s.Timeout,
-// every op is answered with a failure and Done runs with Late, on the
-// watch's goroutine; the store's Finish after that is dropped. The
+// every op is answered with a failure (LateErr) and Done runs with Late,
+// on the watch's goroutine; the store's Finish after that runs Done with
+// Dropped. The
 // submitter calls it before Store.Submit, unless the store finishes at
-// once (Info.Completes is AtOnce), which needs no watch.
+// once (Info.Completes is AtOnce), which needs no watch. A Timeout of zero
+// or less is no deadline (tests): Watch does nothing.
+//
+// The rule between Completes and Done's how (storetest checks it on every
+// store):
+//   - A store that declares AtOnce finishes AtOnce, inside Submit, except a
+//     submission it chooses to take elsewhere (memory: one of megabytes of
+//     arguments, which would hold the loop; never one under 64 KiB of
+//     arguments): it arms the deadline itself (Watch) before Submit
+//     returns, and finishes it Elsewhere. So the submitter never needs to
+//     know the store's threshold: it acts on how.
+//   - A store that declares OnLoop or Elsewhere never finishes AtOnce (the
+//     submitter, on its loop, may rely on Done not running inside Submit);
+//     it finishes OnLoop only on s.Loop (inside a func given to Later),
+//     and Elsewhere otherwise.
+//
+// A Submission may be submitted again (the server keeps one per
+// connection) once Done ran with how other than Late: after Late the
+// store may still hold it, and the submitter makes a new one.
 func (s *Submission) Watch() {
+	if s.Timeout <= 0 {
+		return
+	}
 	s.watched = true
 	s.watch.Start(s.Timeout, s.fired)
 }
@@ -103,13 +139,7 @@ func (s *Submission) fired() {
 	if !s.watch.Expired() {
 		return
 	}
-	err := fmt.Errorf("no answer within %s", s.Timeout)
-	for i := range s.Ops {
-		s.Res[i] = Result{Err: err}
-	}
-	if s.Isolation == Isolated {
-		s.Err = err
-	}
+	s.LateErr = fmt.Errorf("no answer within %s", s.Timeout)
 	s.Done(s, Late)
 }
 
@@ -126,17 +156,47 @@ func (s *Submission) Heard(now time.Time) {
 func (s *Submission) Expired() bool { return s.watched && s.watch.Claimed() }
 
 // Finish is the store's: every Res (and Err) is final. It runs Done with
-// how, unless the deadline answered s first.
+// how, or with Dropped when the deadline answered s first (Late).
+//
+// After a Finish that runs Done, s is no longer watched, so that it can be
+// submitted again (to an AtOnce store, which is not watched).
 func (s *Submission) Finish(how Completion) {
-	if s.watched && !s.watch.Claim() {
-		return
+	if s.watched {
+		if !s.watch.Claim() {
+			s.Done(s, Dropped)
+			return
+		}
+		s.watched = false
 	}
 	s.Done(s, how)
 }
 
-// Context is a context for one store call of s, bounded by its deadline.
+// Context is a context for one store call of s, bounded by its deadline
+// (none when Timeout is zero or less).
 func (s *Submission) Context() (context.Context, context.CancelFunc) {
+	if s.Timeout <= 0 {
+		return context.WithCancel(context.Background())
+	}
 	return context.WithTimeout(context.Background(), s.Timeout)
+}
+
+// ArgBytes is the size of ops' arguments (keys and values), counted up to
+// limit: a store that would hold its caller over a submission of
+// megabytes takes it elsewhere from such a size (memory:, the standalone
+// Redis's loop connections).
+func ArgBytes(ops []Op, limit int) int {
+	n := 0
+	for i := range ops {
+		op := &ops[i]
+		n += len(op.Key) + len(op.Value) + len(op.OldKey) + len(op.OldValue) + len(op.Cond.Value)
+		for _, e := range op.Entries {
+			n += len(e.Key) + len(e.Value)
+		}
+		if n >= limit {
+			break
+		}
+	}
+	return n
 }
 
 // ScanOp runs an OpScan op through st's Scan: the page of op.NS from the

@@ -20,6 +20,9 @@ func (h *Handler) Batch(ctx context.Context, cmds [][][]byte, replies []Reply) {
 		return
 	}
 	calls := h.ParseBatch(cmds, replies)
+	if !calls.OpenScans(replies, nil) {
+		calls.OpenScans(replies, h.LoadSecret(ctx))
+	}
 	if len(calls.Ops) == 0 {
 		return
 	}
@@ -30,7 +33,7 @@ func (h *Handler) Batch(ctx context.Context, cmds [][][]byte, replies []Reply) {
 			continue
 		}
 		h.runPipelined(ctx, calls.Ops[from:k], res[from:k])
-		res[k] = h.exec(ctx, calls.Ops[k])
+		res[k] = backend.ScanOp(ctx, h.store, &calls.Ops[k])
 		from = k + 1
 	}
 	h.runPipelined(ctx, calls.Ops[from:], res[from:])
@@ -58,6 +61,18 @@ type Parsed struct {
 	Ops   []backend.Op
 	specs []*Spec // specs[k] is the command of Ops[k]
 	at    []int   // at[k] is the index in the batch of Ops[k]
+	h     *Handler
+	// scans counts the scans whose cursor is still sealed (OpenScans).
+	scans int
+	// answer, when set, answers Ops[k] instead of its spec (ParsedOf).
+	answer func(k int, res backend.Result) Reply
+}
+
+// ParsedOf is a batch parsed by a handler other than this package's (a
+// test's fake store): ops[k] is the command at[k] of the batch, answered
+// by answer from its result.
+func ParsedOf(ops []backend.Op, at []int, answer func(k int, res backend.Result) Reply) Parsed {
+	return Parsed{Ops: ops, at: at, answer: answer}
 }
 
 // ParseBatch parses cmds into their ops. The commands refused by
@@ -65,6 +80,7 @@ type Parsed struct {
 // in order.
 func (h *Handler) ParseBatch(cmds [][][]byte, replies []Reply) Parsed {
 	c := Parsed{
+		h:     h,
 		Ops:   make([]backend.Op, 0, len(cmds)),
 		specs: make([]*Spec, 0, len(cmds)),
 		at:    make([]int, 0, len(cmds)),
@@ -80,6 +96,9 @@ func (h *Handler) ParseBatch(cmds [][][]byte, replies []Reply) Parsed {
 			replies[i] = r
 			continue
 		}
+		if op.Kind == backend.OpScan {
+			c.scans++
+		}
 		c.Ops = append(c.Ops, op)
 		c.specs = append(c.specs, spec)
 		c.at = append(c.at, i)
@@ -87,17 +106,20 @@ func (h *Handler) ParseBatch(cmds [][][]byte, replies []Reply) Parsed {
 	return c
 }
 
-// Alone reports whether Ops[k] is a command that runs on its own, never
-// in a Run nor on a Wire (a scan: Handler.Batch runs it).
-func (c Parsed) Alone(k int) bool { return c.specs[k].alone }
-
 // Index is the index in the batch of the command of Ops[k].
 func (c Parsed) Index(k int) int { return c.at[k] }
 
 // Answer writes the reply of each command of Ops from res[k], the store's
-// result for Ops[k].
+// result for Ops[k]; a scan's next position is sealed into its cursor.
 func (c Parsed) Answer(res []backend.Result, replies []Reply) {
 	for k, i := range c.at {
+		if c.answer != nil {
+			replies[i] = c.answer(k, res[k])
+			continue
+		}
+		if c.Ops[k].Kind == backend.OpScan {
+			c.h.sealScan(&c.Ops[k], &res[k])
+		}
 		replies[i] = finish(c.specs[k], res[k])
 	}
 }

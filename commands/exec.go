@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 
 	"github.com/prepkey/prepkey/backend"
 )
@@ -39,25 +38,10 @@ func (h *Handler) Exec(ctx context.Context, cmds [][][]byte, replies []Reply) (a
 	if len(calls.Ops) == 0 {
 		return Reply{}, true
 	}
-	for _, spec := range calls.specs {
-		if spec.alone {
-			return ErrExecAbort.Replyf(spec.Name + " does not run in a transaction (a scan is many reads, not one isolated step)"), false
-		}
+	if abort, ok := calls.ExecCheck(); !ok {
+		return abort, false
 	}
 	res := make([]backend.Result, len(calls.Ops))
-	if err := h.store.Run(ctx, calls.Ops, res, backend.Isolated); err != nil {
-		if ni, isNI := errors.AsType[*backend.NotIsolated](err); isNI {
-			return ErrExecAbort.Replyf(oneLine(ni.Reason)), false
-		}
-		return unavailable(err), false
-	}
-	for _, r := range res {
-		// A store failure is the whole block's; a refusal of one
-		// command's arguments is that command's entry.
-		if _, refused := errors.AsType[*backend.Refusal](r.Err); r.Err != nil && !refused {
-			return unavailable(r.Err), false
-		}
-	}
-	calls.Answer(res, replies)
-	return Reply{}, true
+	err := h.store.Run(ctx, calls.Ops, res, backend.Isolated)
+	return calls.ExecAnswer(res, err, replies)
 }

@@ -136,8 +136,7 @@ func (h *Handler) parseChecked(spec *Spec, args [][]byte) (backend.Op, Reply, bo
 // alone (backend.Store.RunOne).
 func (h *Handler) exec(ctx context.Context, op backend.Op) backend.Result {
 	if op.Kind == backend.OpScan {
-		page, err := h.scan(ctx, op)
-		return backend.Result{Page: &page, Err: err}
+		return h.scan(ctx, op)
 	}
 	return h.store.RunOne(ctx, op)
 }

@@ -6,9 +6,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prepkey/prepkey/backend"
 )
@@ -171,13 +171,19 @@ func (e *replyError) Error() string { return e.code.Line() }
 
 var errCursor = &replyError{ErrInvalidCursor}
 
-// secrets caches the store's secret after the first read.
+// secrets caches the store's secret after the first read. ready is the
+// key once read, for the event loop (cachedSecret), which must not wait
+// on mu while another goroutine reads the secret from the store.
 type secrets struct {
-	mu  sync.Mutex
-	key []byte
+	mu    sync.Mutex
+	key   []byte
+	ready atomic.Pointer[[]byte]
 }
 
 func (h *Handler) secret(ctx context.Context) ([]byte, error) {
+	if k := h.sec.ready.Load(); k != nil {
+		return *k, nil
+	}
 	h.sec.mu.Lock()
 	defer h.sec.mu.Unlock()
 	if h.sec.key != nil {
@@ -191,51 +197,30 @@ func (h *Handler) secret(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("store secret of %d bytes", len(k))
 	}
 	h.sec.key = k
+	h.sec.ready.Store(&k)
 	return k, nil
 }
 
-// scan runs one page of PK.SCAN: it checks the cursor, reads from the
-// store, filters, and puts the next cursor in Page.Next ("0" when done).
-func (h *Handler) scan(ctx context.Context, op backend.Op) (backend.Page, error) {
-	secret, err := h.secret(ctx)
-	if err != nil {
-		return backend.Page{}, err
+// scan runs one page of PK.SCAN for a command alone (Do): it loads the
+// secret, opens the cursor, reads from the store through backend.ScanOp
+// (the store's Scan, filtered) and seals the next cursor (sealScan: "0"
+// when done), as a submission's scan is (Parsed.OpenScans, Parsed.Answer).
+func (h *Handler) scan(ctx context.Context, op backend.Op) backend.Result {
+	if err := h.LoadSecret(ctx); err != nil {
+		return backend.Result{Err: err}
 	}
-	var pos []byte
-	if op.Key != nil {
-		var ok bool
-		if pos, ok = openCursor(secret, op.NS, op.Key); !ok {
-			return backend.Page{}, errCursor
-		}
+	if !h.openScan(&op) {
+		return backend.Result{Err: errCursor}
 	}
-	page, err := h.store.Scan(ctx, op.NS, pos, op.Count)
-	if err != nil {
-		return backend.Page{}, err
-	}
-	if page.Done && len(page.Next) != 0 {
-		return backend.Page{}, errors.New("store ended a scan with a position")
-	}
-	kept := page.Records[:0]
-	for _, r := range page.Records {
-		if op.Keep == nil || op.Keep(r) {
-			kept = append(kept, r)
-		}
-	}
-	page.Records = kept
-	if page.Done {
-		page.Next = []byte("0")
-	} else {
-		page.Next = encodeCursor(secret, op.NS, page.Next)
-	}
-	return page, nil
+	res := backend.ScanOp(ctx, h.store, &op)
+	h.sealScan(&op, &res)
+	return res
 }
 
 // replyScan answers PK.SCAN: [cursor, [[key, value, ttlAt], ...]].
 //
-// A result with no page is a scan not run yet: the loop's Redis connection
-// answers a scan's place in its batch with a zero Result, and the scan
-// then runs through Batch, whose reply replaces this one (loopconn.Conn's
-// land). It is answered as an empty page, never read by a client.
+// A result with no page (a store outside the contract) is answered as an
+// empty page.
 func replyScan(res backend.Result) Reply {
 	if res.Page == nil {
 		return Reply{Kind: ScanPage}

@@ -278,7 +278,7 @@ func TestLinearizabilityCatchesBrokenPrepare(t *testing.T) {
 	t.Parallel()
 	seed := linSeed(t)
 	st := brokenPrepare{memory.New(backend.Options{})}
-	srv := protocol.New(protocol.Config{Drive: backend.DriveInline}, commands.New(st, commands.DefaultLimits, nil), st)
+	srv := protocol.New(protocol.Config{}, commands.New(st, commands.DefaultLimits, nil), st)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()
@@ -315,6 +315,14 @@ func (b brokenPrepare) Run(ctx context.Context, ops []backend.Op, res []backend.
 		res[i] = b.RunOne(ctx, op)
 	}
 	return nil
+}
+
+// Submit runs the submission through the broken Run and RunOne, at once
+// (memory's Info declares AtOnce): the Submit promoted from the memory
+// store would bypass them.
+func (b brokenPrepare) Submit(sub *backend.Submission) {
+	backend.RunSubmission(b, sub)
+	sub.Finish(backend.AtOnce)
 }
 
 // requireRedisServer skips (fails on CI) when redis-server is not installed.

@@ -23,8 +23,8 @@ import (
 // follows them in the same writes is answered after them, in order.
 func TestAssembledRequests(t *testing.T) {
 	big := strings.Repeat("x", 3*assembleAt)
-	for _, h := range []*echoHandler{{inline: true}, {batches: true}, {}} {
-		t.Run(h.Drive().String(), func(t *testing.T) {
+	for _, h := range []*echoHandler{{inline: true}, {batches: true}, {onLoop: true}, {}} {
+		t.Run(h.name(), func(t *testing.T) {
 			addr := serve(t, Config{MaxBulk: 8 << 20}, h)
 			c := dialLines(t, addr)
 			// Sent in pieces, as a socket delivers a large request.

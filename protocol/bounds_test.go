@@ -18,14 +18,13 @@ import (
 // each gets every reply in order, and afterwards the loop's count of
 // commands under way is back to zero with no connection left parked.
 func TestLoopBound(t *testing.T) {
-	_, addr, srv := serveWire(t, Config{}, 5*time.Second)
+	addr, srv := serveOnLoop(t, Config{}, 5*time.Second)
 	const clients, each = 6, 5000 // 6 runs of maxRunCmds > MaxLoopCmds
 	require.Greater(t, clients*maxRunCmds, scheduler.MaxLoopCmds)
 	conns := make([]*lineReader, clients)
 	for i := range conns {
 		conns[i] = dialLines(t, addr)
 	}
-	upstreamsReady(t, srv, 1)
 	var wg sync.WaitGroup
 	for cl, c := range conns {
 		wg.Go(func() {

@@ -2,13 +2,13 @@ package protocol
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/conncmd"
 	"github.com/prepkey/prepkey/protocol/floodlog"
@@ -20,14 +20,15 @@ import (
 
 // conn is one client connection. It lives on its event loop: every field is
 // touched only there. While the connection is at the store (st), out and
-// runArgs belong to the store work under way (its driver's batch, or a
+// runArgs belong to the store work under way (its loop's job, or a
 // goroutine's: offload).
 type conn struct {
 	srv     *Server
-	gc      transport.IO     // gnet's Conn, or the portable transport's (package transport)
-	loop    transport.Loop   // the connection's event loop
-	drv     scheduler.Driver // how its runs reach the store (package scheduler)
-	inline  bool             // PK commands are answered on the loop (drv.OnLoop)
+	gc      transport.IO    // gnet's Conn, or the portable transport's (package transport)
+	loop    transport.Loop  // the connection's event loop
+	sch     *scheduler.Loop // how its runs reach the store (package scheduler)
+	inline  bool            // PK commands are answered on the loop (Scheduler.AtOnce)
+	one     *oneSub         // the submission of a PK command answered on the loop
 	guard   resp.FramingGuard
 	scanned int // bytes of gnet's input buffer the guard has seen
 	out     resp.Writer
@@ -66,7 +67,7 @@ type conn struct {
 
 	// asm takes in a large request as it arrives, out of gnet's buffer
 	// (assembleAt); big is such a request, complete, parked until the
-	// driver has room for it.
+	// loop has room for it.
 	asm resp.Assembler
 	big [][]byte
 
@@ -170,7 +171,7 @@ func (c *conn) Open(io transport.IO, loop transport.Loop, h transport.Handle, fd
 	// One set of counters for all (they are atomic): one a connection
 	// would grow with every connection ever served.
 	c.stats = c.srv.stats.ForLoop(nil)
-	c.useDriver(c.srv.drivers.For(nil)) // no loop of its own to wait on a batch
+	c.useScheduler(c.srv.sched.For(nil)) // no loop of its own to wait on a job
 }
 
 // Traffic is traffic, for the portable transport (transport.Served).
@@ -418,7 +419,7 @@ func (c *conn) answerRequests(in *input, served *int) (next pass, stopped bool) 
 			c.queue(args)
 			c.noteQueued(args[0], at, errs)
 		case c.batched(args[0]):
-			if !c.drv.Admit(c) {
+			if !c.sch.Admit(c) {
 				// The loop has enough at the store: this connection
 				// waits, parked, its input unread, until some is
 				// answered.
@@ -511,7 +512,7 @@ type bigStep uint8
 const (
 	bigRan     bigStep = iota // it was answered, queued or sent to the store
 	bigMore                   // all the input was taken in; the rest is to come
-	bigParked                 // it waits for the driver's room
+	bigParked                 // it waits for its loop's room
 	bigStopped                // the connection is to be closed, or closes (closeIt)
 )
 
@@ -547,11 +548,12 @@ func (c *conn) serveBig(buf []byte) (step bigStep, closeIt bool) {
 		c.queue(args)
 		c.noteQueued(args[0], at, errs)
 	case c.authed && c.srv.handler.IsPK(args[0]):
-		// A run even where PK commands are answered on the loop
-		// (DriveInline): it leaves the loop, so that other clients do
-		// not wait on its megabytes. The connection is at the store
-		// meanwhile, so its replies keep their order.
-		if !c.drv.Admit(c) {
+		// A run even where PK commands are answered on the loop (a
+		// store that finishes at once): the store takes a submission
+		// of megabytes elsewhere (memory:), so that other clients do
+		// not wait on it. The connection is at the store meanwhile, so
+		// its replies keep their order.
+		if !c.sch.Admit(c) {
 			c.big = args
 			return bigParked, false
 		}
@@ -673,7 +675,7 @@ func (c *conn) flush() {
 
 // batched reports whether the command named name goes to the store in a
 // run: a PK command after AUTH (before it, dispatch refuses it), unless
-// its driver has PK commands answered on the loop (inline), which dispatch
+// the store finishes at once (inline): then dispatch submits it itself
 // calls directly.
 func (c *conn) batched(name []byte) bool {
 	return c.authed && !c.inline && c.srv.handler.IsPK(name)
@@ -709,15 +711,19 @@ func (c *conn) keep(args [][]byte) {
 }
 
 // toStore sends the run (runArgs) to the store, through the connection's
-// driver: in a batch with other connections' runs, or one of its own.
+// loop's scheduling: with other connections' runs, or on its own.
 func (c *conn) toStore() {
 	c.srv.processed.Add(int64(len(c.runArgs)))
 	c.goBusy(len(c.runArgs))
-	c.drv.Submit(c)
+	c.sch.Submit(c)
 }
 
-// useDriver sets how the connection's runs reach the store (OnOpen, Open).
-func (c *conn) useDriver(d scheduler.Driver) { c.drv, c.inline = d, d.OnLoop() }
+// useScheduler sets how the connection's runs reach the store (OnOpen,
+// Open), and readies its submission of one command (answerPK).
+func (c *conn) useScheduler(l *scheduler.Loop) {
+	c.sch, c.inline = l, c.srv.sched.AtOnce()
+	c.one = newOneSub(c.srv.deadline, c.loop)
+}
 
 // offload runs work that may wait on the backend on a goroutine, so that
 // the loop goes on serving other connections, then resumes the connection
@@ -732,7 +738,7 @@ func (c *conn) offload(work func()) {
 }
 
 // goBusy hands the connection to store work, inRun commands of its run
-// (its driver counts them, landed): the replies so far are written first,
+// (its loop counts them, Landed): the replies so far are written first,
 // since out then belongs to that work until resume.
 func (c *conn) goBusy(inRun int) {
 	c.flush()
@@ -751,7 +757,7 @@ func (c *conn) resumeLater() {
 // resume goes on serving the connection once its store work is done.
 func (c *conn) resume() {
 	if n := c.st.back(); n > 0 {
-		c.drv.Landed(n) // may serve parked connections first
+		c.sch.Landed(n) // may serve parked connections first
 	}
 	if cap(c.runRaw) > 1<<20 || c.bigRun {
 		// do not pin a burst's copy for the connection's life
@@ -787,7 +793,7 @@ func (c *conn) yield(backlog bool) {
 const backlogWait = time.Millisecond
 
 // serveAgain serves input already received (after a yield, once the
-// driver has room, or once its run is back), unless the connection is not
+// loop has room, or once its run is back), unless the connection is not
 // to be served: closed, draining, or waiting on the store.
 func (c *conn) serveAgain() {
 	if !c.st.idle() {
@@ -813,12 +819,84 @@ func (c *conn) answer(args [][]byte) {
 		c.out.Fail(commands.ErrNoAuth)
 		return
 	}
-	if r, ok := c.srv.handler.Do(context.Background(), args); ok {
-		c.out.Reply(r)
+	if c.inline && c.answerPK(args) {
 		return
 	}
 	if c.connCommand(args) {
 		return
 	}
 	c.out.Reply(commands.UnknownCommand(args))
+}
+
+// oneSub is a connection's submission of one PK command, answered on the
+// loop as it is read (a store that finishes at once: Scheduler.AtOnce),
+// made once and reused, so that a command costs no allocation.
+type oneSub struct {
+	s       backend.Submission
+	ops     [1]backend.Op
+	res     [1]backend.Result
+	refused commands.Reply // the reply of a command refused when parsed
+	// atOnce is set by done inside Submit (AtOnce); otherwise done sets
+	// how, from wherever the store finished, and wakes the loop.
+	atOnce bool
+	how    backend.Completion
+	wake   chan struct{}
+}
+
+func newOneSub(deadline time.Duration, loop transport.Loop) *oneSub {
+	o := &oneSub{wake: make(chan struct{}, 1)}
+	o.s = backend.Submission{Ops: o.ops[:], Res: o.res[:], Timeout: deadline, Done: o.done}
+	if loop != nil {
+		o.s.Loop = loop
+	}
+	return o
+}
+
+func (o *oneSub) done(_ *backend.Submission, how backend.Completion) {
+	if how == backend.Dropped {
+		return // after Late: the connection has a new one
+	}
+	if how == backend.AtOnce {
+		o.atOnce = true
+		return
+	}
+	o.how = how
+	o.wake <- struct{}{}
+}
+
+// answerPK answers a PK command on the loop, as one submission of one op
+// that the store finishes inside Submit; it reports false when args names
+// no PK command. The op aliases gnet's input buffer, so the loop does not
+// go on while the store holds it: a store that declares it finishes at
+// once (backend.Info.Completes AtOnce) and takes a submission elsewhere
+// after all (memory: one of a megabyte of arguments, under the deadline
+// it arms itself) has the loop wait for it. Requests of megabytes that
+// arrive in parts are runs instead (serveBig), which do not.
+func (c *conn) answerPK(args [][]byte) bool {
+	h := c.srv.handler
+	o := c.one
+	spec, ok := h.ParseOne(args, &o.ops[0], &o.refused)
+	if !ok {
+		return false
+	}
+	if spec == nil {
+		c.out.Reply(o.refused)
+		return true
+	}
+	o.atOnce = false
+	h.Submit(&o.s)
+	if !o.atOnce {
+		<-o.wake
+	}
+	if !o.atOnce && o.how == backend.Late {
+		// The store may still hold it: the connection makes a new one.
+		c.out.Reply(commands.Unavailable(o.s.LateErr))
+		c.one = newOneSub(c.srv.deadline, c.loop)
+		return true
+	}
+	// The op and result stay until the next command: clearing them cost
+	// more than what they pin (the last one's arguments, in gnet's buffer,
+	// and a record's value).
+	c.out.Reply(h.AnswerOne(spec, &o.ops[0], &o.res[0]))
+	return true
 }

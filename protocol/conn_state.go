@@ -20,10 +20,10 @@ import "github.com/prepkey/prepkey/protocol/transport"
 // QUIT is answered idle, or at the store: CLIENT KILL of itself in an EXEC
 // block, which runs off the loop (transaction.go), where only quit, which
 // the loop does not read meanwhile, may be written. The run's count at its
-// driver (inRun) is the atStore phase's, and is handed back by back.
+// scheduling (inRun) is the atStore phase's, and is handed back by back.
 type connState struct {
 	phase   phase
-	inRun   int  // commands of the run at the store, counted by its driver (atStore)
+	inRun   int  // commands of the run at the store, counted by its loop (atStore)
 	yielded bool // a serve is scheduled after other connections' turn (conn.yield)
 	quit    bool // closed once the replies so far are written
 	reading reading
@@ -40,8 +40,8 @@ const (
 	// replies are written, so that replies keep the order of requests;
 	// meanwhile out and the run belong to that work.
 	atStore
-	// parked: it waits, its input unread, for its driver to have room
-	// (Driver.Admit, package scheduler); Driver.Landed serves it again.
+	// parked: it waits, its input unread, for its loop to have room
+	// (scheduler.Loop.Admit); Loop.Landed serves it again.
 	parked
 	// draining: it reads nothing more and is closed once its replies are
 	// written (conn.closeWhenWritten).
@@ -68,14 +68,14 @@ func (s *connState) pausable(can bool) {
 }
 
 // toStore hands the connection to store work: inRun commands of its run at
-// its driver (0 for work that is not a run). Only an idle
+// its loop (0 for work that is not a run). Only an idle
 // connection is served, so only an idle one goes to the store.
 func (s *connState) toStore(inRun int) {
 	s.phase, s.inRun = atStore, inRun
 }
 
 // back takes the connection back from the store: idle again, unless it was
-// closed meanwhile. It returns the run's count at its driver, to be landed.
+// closed meanwhile. It returns the run's count at its loop, to be landed.
 func (s *connState) back() (inRun int) {
 	if s.phase == atStore {
 		s.phase = idle
@@ -84,7 +84,7 @@ func (s *connState) back() (inRun int) {
 	return inRun
 }
 
-// park has the connection wait for its driver's room. It reports whether
+// park has the connection wait for its loop's room. It reports whether
 // it was not parked already, to be queued.
 func (s *connState) park() bool {
 	if s.phase == parked {
@@ -94,7 +94,7 @@ func (s *connState) park() bool {
 	return true
 }
 
-// unpark ends the wait for its driver's room: idle again, unless it was
+// unpark ends the wait for its loop's room: idle again, unless it was
 // closed meanwhile.
 func (s *connState) unpark() {
 	if s.phase == parked {
@@ -136,7 +136,7 @@ func (s *connState) answering() bool { return s.phase == idle && !s.quit }
 func (s *connState) atStore() bool { return s.phase == atStore }
 
 // waitsOnStore reports whether its input waits for the store: a run of it
-// is there, or it waits for its driver's room.
+// is there, or it waits for its loop's room.
 func (s *connState) waitsOnStore() bool { return s.phase == atStore || s.phase == parked }
 
 // behind reports whether its input waits behind commands being answered: a

@@ -16,6 +16,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/scheduler/schedtest"
 	"github.com/prepkey/prepkey/protocol/stats"
 )
 
@@ -125,12 +126,12 @@ func TestInfoStats(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run("inline="+strconv.FormatBool(inline), func(t *testing.T) {
 			st := failingGets{memory.New(backend.Options{})}
-			drive := backend.DriveInline // as the sidecar drives memory:
+			sc := schedtest.AtOnce // as memory: declares
 			if !inline {
-				drive = backend.DriveCalls // one call at a time, off the loop
+				sc = schedtest.Alone // each run its own submission, off the loop
 			}
-			h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-			addr, _ := serveServer(t, Config{MaxClients: 7, Backend: "memory", Version: "9.9", Drive: drive}, h)
+			h := commands.New(schedtest.Declare(st, sc), commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
+			addr, _ := serveServer(t, Config{MaxClients: 7, Backend: "memory", Version: "9.9"}, h)
 			c := dialInfo(t, addr)
 			c.do(":1\r\n", "PK.PREPARE", "ns", "a", "v")
 			c.do(":0\r\n", "pk.prepare", "ns", "a", "w")
@@ -242,7 +243,7 @@ func TestOutcomeSince(t *testing.T) {
 func TestInfoStatsMulti(t *testing.T) {
 	st := memory.New(backend.Options{})
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-	addr, _ := serveServer(t, Config{Backend: "memory", Drive: backend.DriveInline}, h)
+	addr, _ := serveServer(t, Config{Backend: "memory"}, h)
 	c := dialInfo(t, addr)
 	c.do("+OK\r\n", "MULTI")
 	c.do("+QUEUED\r\n", "PK.PREPARE", "ns", "a", "v")
@@ -263,7 +264,7 @@ func TestInfoStatsMulti(t *testing.T) {
 func TestInfoCountsPipelineBefore(t *testing.T) {
 	st := memory.New(backend.Options{})
 	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-	addr, srv := serveServer(t, Config{Backend: "memory", Drive: backend.DriveInline}, h)
+	addr, srv := serveServer(t, Config{Backend: "memory"}, h)
 	c := dialInfo(t, addr)
 	_, err := c.nc.Write([]byte(req("PK.PREPARE", "ns", "a", "v") + req("PK.PREPARE", "ns", "a", "v") + req("PING") +
 		req("INFO", "commandstats", "stats")))
@@ -314,9 +315,9 @@ func readBulk(t *testing.T, c *infoClient) string {
 // included (recordRun counts a run's like commands together).
 func TestInfoCountsRuns(t *testing.T) {
 	st := failingGets{memory.New(backend.Options{})}
-	h := commands.New(st, commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
-	// Runs, not answered on the loop: one store call at a time, off it.
-	addr, srv := serveServer(t, Config{Backend: "memory", Drive: backend.DriveCalls}, h)
+	// Runs, not answered on the loop: each its own submission, off it.
+	h := commands.New(schedtest.Declare(st, schedtest.Alone), commands.Limits{MaxKeyBytes: 16, MaxValueBytes: 16}, nil)
+	addr, srv := serveServer(t, Config{Backend: "memory"}, h)
 	c := dialInfo(t, addr)
 	_, err := c.nc.Write([]byte(req("PK.PREPARE", "ns", "a", "v") + req("PK.PREPARE", "ns", "b", "v") +
 		req("PK.PREPARE", "ns", "a", "w") + req("PK.PREPARE", "ns", "c", "v") + req("PK.GET", "ns", "down") +

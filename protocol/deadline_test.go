@@ -9,6 +9,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/scheduler/schedtest"
 )
 
 // slowStore is the memory store, each call of which takes slow, or waits
@@ -52,10 +53,13 @@ func (s *slowStore) RunOne(ctx context.Context, op backend.Op) backend.Result {
 // other. Past the store's own deadline, the command is still answered
 // -UNAVAILABLE.
 func TestStoreDeadline(t *testing.T) {
-	for _, drive := range []backend.Drive{backend.DriveBatch, backend.DriveCalls} {
-		t.Run(drive.String(), func(t *testing.T) {
+	for _, sc := range []struct {
+		name string
+		schedtest.Schedule
+	}{{"batch", schedtest.Joined}, {"calls", schedtest.Alone}} {
+		t.Run(sc.name, func(t *testing.T) {
 			st := &slowStore{Store: memory.New(backend.Options{}), slow: 300 * time.Millisecond, timeout: 5 * time.Second}
-			addr := serve(t, Config{BackendTimeout: 100 * time.Millisecond, Drive: drive}, commands.New(st, commands.DefaultLimits, nil))
+			addr := serve(t, Config{BackendTimeout: 100 * time.Millisecond}, commands.New(schedtest.Declare(st, sc.Schedule), commands.DefaultLimits, nil))
 			a := dialLines(t, addr)
 			a.send(req("PK.PREPARE", "ns", "k", "v"))
 			a.expect(":1\r\n")
@@ -66,11 +70,11 @@ func TestStoreDeadline(t *testing.T) {
 			a.expect("$1\r\n")
 			a.expect("v\r\n")
 		})
-		t.Run(drive.String()+"/past", func(t *testing.T) {
+		t.Run(sc.name+"/past", func(t *testing.T) {
 			hold := make(chan struct{})
 			release := sync.OnceFunc(func() { close(hold) })
 			st := &slowStore{Store: memory.New(backend.Options{}), timeout: 300 * time.Millisecond, hold: hold}
-			addr := serve(t, Config{BackendTimeout: 100 * time.Millisecond, Drive: drive}, commands.New(st, commands.DefaultLimits, nil))
+			addr := serve(t, Config{BackendTimeout: 100 * time.Millisecond}, commands.New(schedtest.Declare(st, sc.Schedule), commands.DefaultLimits, nil))
 			t.Cleanup(release) // runs first: a failed test must not leave the store held
 			a := dialLines(t, addr)
 			a.send(req("PK.PREPARE", "ns", "k", "v"))

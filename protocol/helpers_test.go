@@ -17,17 +17,6 @@ func req(args ...string) string {
 	return b.String()
 }
 
-// batchGauges is the gauges of each loop's driver that batches (a wire
-// driver's included), each read on its loop.
-func batchGauges(srv *Server) []scheduler.Gauge { return srv.drivers.Gauges() }
-
-// wireGauges is the gauges of each loop's wire driver.
-func wireGauges(srv *Server) []scheduler.Gauge {
-	var gs []scheduler.Gauge
-	for _, g := range srv.drivers.Gauges() {
-		if g.Wire {
-			gs = append(gs, g)
-		}
-	}
-	return gs
-}
+// batchGauges is the gauges of each loop's scheduling, each read on its
+// loop.
+func batchGauges(srv *Server) []scheduler.Gauge { return srv.sched.Gauges() }

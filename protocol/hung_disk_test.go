@@ -16,6 +16,7 @@ import (
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/disk"
 	"github.com/prepkey/prepkey/commands"
+	"github.com/prepkey/prepkey/protocol/scheduler/schedtest"
 )
 
 // fsyncGate is a file system injector that holds the WAL's fsyncs while
@@ -79,7 +80,7 @@ func TestHungFsyncKeepsLoop(t *testing.T) {
 	gate := newFsyncGate()
 	st, err := disk.OpenTuned(dir, backend.Options{}, disk.Tuning{FS: errorfs.Wrap(vfs.Default, gate)})
 	require.NoError(t, err)
-	addr := serve(t, Config{BackendTimeout: 300 * time.Millisecond, Drive: backend.DriveBatch}, commands.New(st, commands.DefaultLimits, nil))
+	addr := serve(t, Config{BackendTimeout: 300 * time.Millisecond}, commands.New(schedtest.Declare(st, schedtest.Joined), commands.DefaultLimits, nil))
 	t.Cleanup(gate.open) // runs first: a failed test must not leave the store held
 
 	a, b := dialLines(t, addr), dialLines(t, addr)

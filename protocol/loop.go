@@ -33,7 +33,7 @@ func (c *conn) OnOpen(gc gnet.Conn) gnet.Action {
 	epfd, can := transport.PollerFD(c.srv.loops, gc)
 	c.epfd = epfd
 	c.st.pausable(can)
-	c.useDriver(c.srv.drivers.For(c.loop))
+	c.useScheduler(c.srv.sched.For(c.loop))
 	c.stats = c.srv.stats.ForLoop(c.loop)
 	c.srv.sawLoop(c.loop)
 	if c.srv.closing.Load() {

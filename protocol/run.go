@@ -7,7 +7,7 @@ import (
 	"github.com/prepkey/prepkey/protocol/scheduler"
 )
 
-// A connection's run as its driver sees it (scheduler.Conn): the driver
+// A connection's run as its loop's scheduling sees it (scheduler.Conn): it
 // parks and serves it again, and writes the run's replies to its out
 // while it is at the store.
 
@@ -19,10 +19,10 @@ func (c *conn) Commands() [][][]byte { return c.runArgs }
 // Big reports whether the run is an assembled request (serveBig).
 func (c *conn) Big() bool { return c.bigRun }
 
-// Park has the connection wait for its driver's room.
+// Park has the connection wait for its loop's room.
 func (c *conn) Park() bool { return c.st.park() }
 
-// Unpark serves it again once its driver has room.
+// Unpark serves it again once its loop has room.
 func (c *conn) Unpark() {
 	c.st.unpark()
 	c.serveAgain()

@@ -4,8 +4,8 @@
 // expects, which package conncmd answers, and what those see of them
 // (conncmd_env.go), MULTI/EXEC (transaction.go),
 // limits and pipelining, and a connection's run of PK commands as its
-// loop's driver sees it (run.go; the drivers, which take runs to the store
-// in batches, are package scheduler). It hands PK commands to package
+// loop's scheduling sees it (run.go; package scheduler takes runs to the
+// store as submissions). It hands PK commands to package
 // commands and counts into package stats (counting.go).
 //
 // It may not move bytes on sockets or run event loops (package transport),
@@ -17,7 +17,8 @@
 // writes, with no goroutine per connection. A request costs a read and a
 // write, where a goroutine per connection also paid a read that finds the
 // socket empty, a park and a wake-up; at pipeline 1 that was half the CPU.
-// Commands that wait on a backend go to it in batches (package scheduler).
+// Commands that wait on a backend go to it in submissions, the runs of a
+// loop's connections joined (package scheduler).
 package protocol
 
 import (
@@ -34,7 +35,6 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/backend/redis/loopconn"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol/conncmd"
 	"github.com/prepkey/prepkey/protocol/floodlog"
@@ -43,26 +43,32 @@ import (
 	"github.com/prepkey/prepkey/protocol/transport"
 )
 
-// Handler runs PK commands.
+// Handler parses PK commands into ops and answers them from the store's
+// results (package commands' Handler), and hands their submissions to the
+// store.
 type Handler interface {
-	// Do runs one command; ok is false for a name it does not know.
-	Do(ctx context.Context, args [][]byte) (r commands.Reply, ok bool)
-	// IsPK reports whether name is a command Do knows.
+	// IsPK reports whether name is a PK command.
 	IsPK(name []byte) bool
-	// Batch runs several PK commands, in order, so a store can serve them
-	// in one round trip or one fsync.
-	Batch(ctx context.Context, cmds [][][]byte, replies []commands.Reply)
-	// ParseBatch parses and validates PK commands for a Wire, answering the
+	// ParseOne parses one command into *op for a submission of one op,
+	// answered on the loop (a store that finishes at once); ok is false
+	// for a name it does not know; spec is nil when it refused the
+	// command, with *refused its reply.
+	ParseOne(args [][]byte, op *backend.Op, refused *commands.Reply) (spec *commands.Spec, ok bool)
+	// AnswerOne is the reply of such an op from its result.
+	AnswerOne(spec *commands.Spec, op *backend.Op, res *backend.Result) commands.Reply
+	// ParseBatch parses and validates PK commands into ops, answering the
 	// refused ones.
 	ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed
+	// LoadSecret loads the store's secret for the scan cursors (I/O).
+	LoadSecret(ctx context.Context) error
+	// Submit hands a submission to the store (backend.Store.Submit).
+	Submit(s *backend.Submission)
 	// Check checks a PK command queued in a transaction without running
 	// it; ok is false with its error reply when it is refused.
 	Check(args [][]byte) (r commands.Reply, ok bool)
-	// Exec runs the PK commands of a transaction as one isolated unit;
-	// ok is false with EXEC's own reply when the block does not run.
-	Exec(ctx context.Context, cmds [][][]byte, replies []commands.Reply) (abort commands.Reply, ok bool)
 	// Info is what the store declares of itself (backend.Store.Info):
-	// the server bounds every submission by its Deadline.
+	// the server bounds every submission by its Deadline, and schedules
+	// by its Completes and Joins.
 	Info() backend.Info
 }
 
@@ -94,15 +100,6 @@ type Config struct {
 	// IdleTimeout, when positive, closes a client connection that has sent
 	// nothing for that long and waits on no store work (Redis's timeout).
 	IdleTimeout time.Duration
-	// Drive is how PK commands are to reach the store, as its opener says
-	// (cmd/sidecar); the Server decides every PK command's path from it
-	// (scheduler.New). The zero value is backend.DriveCalls.
-	Drive backend.Drive
-	// Wire is how each event loop reaches a store driven
-	// backend.DriveWire over a connection of its own (package loopconn);
-	// Handler.Batch remains for when that connection is down. Without it
-	// such a store is driven as backend.DriveBatch.
-	Wire loopconn.Wire
 	// BackendTimeout bounds every store call (--backend-timeout): past it
 	// the commands get -UNAVAILABLE, whatever the store does (default 2s).
 	// A store that declares a longer one (backend.Info.Timeout: Redis with
@@ -136,9 +133,11 @@ type Server struct {
 	// (backend.Info.Timeout), else --backend-timeout. One value, decided
 	// once, so that no path answers -UNAVAILABLE while another still waits.
 	deadline time.Duration
-	// drivers take the runs of PK commands to the store, one per loop
-	// (package scheduler: it decides their path, once).
-	drivers *scheduler.Drivers
+	// info is what the store declares of itself (Handler.Info), read once.
+	info backend.Info
+	// sched takes the runs of PK commands to the store (package
+	// scheduler: it decides their path from what the store declares).
+	sched   *scheduler.Scheduler
 	backend Pinger
 	started time.Time
 	// connCmds is the table of connection commands (conncmd_env.go).
@@ -166,7 +165,7 @@ type Server struct {
 
 // New returns a Server that runs PK commands with handler and reports the
 // readiness of backend.
-func New(cfg Config, handler Handler, backend Pinger) *Server {
+func New(cfg Config, handler Handler, pinger Pinger) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -179,19 +178,34 @@ func New(cfg Config, handler Handler, backend Pinger) *Server {
 	if cfg.BackendTimeout <= 0 {
 		cfg.BackendTimeout = 2 * time.Second
 	}
-	s := &Server{cfg: cfg, handler: handler, backend: backend, started: time.Now(),
+	s := &Server{cfg: cfg, handler: handler, backend: pinger, started: time.Now(),
 		conns: make(map[*conn]struct{}), loopSet: make(map[transport.Loop]int), flood: floodlog.New(cfg.Logger, floodlog.Every, floodlog.Burst)}
 	s.mem.limit = max(cfg.MaxClientsMemory, 0)
 	s.deadline = cfg.BackendTimeout
+	var info backend.Info
 	if handler != nil { // nil: a server that only counts (benchmarks)
-		s.deadline = handler.Info().Deadline(cfg.BackendTimeout)
+		info = handler.Info()
+		s.info = info
+		s.deadline = info.Deadline(cfg.BackendTimeout)
 	}
 	s.connCmds = newConnCmds(s)
 	s.stats = stats.New(s.connCmds.Names())
-	s.drivers = scheduler.New(scheduler.Config{Drive: cfg.Drive, Store: handler, Wire: cfg.Wire,
-		Deadline: s.deadline, Stats: s.stats, Logger: cfg.Logger, Closing: s.closing.Load})
+	sc := scheduler.Config{Info: info, Deadline: s.deadline, Stats: s.stats}
+	if handler != nil {
+		sc.Store = handler
+	}
+	s.sched = scheduler.New(sc)
 	return s
 }
+
+// LoopBackendConns is the count of the event loops' own connections to
+// the store that are up (INFO's loop_backend_conns): a store that keeps
+// connections of its own per loop (a standalone Redis) counts into it.
+func (s *Server) LoopBackendConns() *atomic.Int64 { return &s.stats.UpstreamsUp }
+
+// Closing reports whether the server is shutting down: a store's loop
+// connection lost then is not dialled again.
+func (s *Server) Closing() bool { return s.closing.Load() }
 
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("protocol: server closed")
@@ -311,7 +325,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if loops != nil {
 		_ = loops.Stop() // closes what is still open
 	}
-	s.drivers.Close()
+	s.sched.Close()
 	s.flood.Flush() // the lines suppressed in the last window are told
 	return err
 }

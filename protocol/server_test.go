@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -20,44 +21,35 @@ import (
 	"github.com/prepkey/prepkey/protocol/scheduler"
 )
 
-// echoHandler answers "PK.ECHO n" with :n, from the event loop (inline) or
-// off it, one call at a time or in batches, so that the server's paths are
-// tested without a store.
+// echoHandler answers "PK.ECHO n" with :n, from the event loop (inline:
+// it declares it finishes at once) or off it, each run its own submission
+// or joined (batches), so that the server's paths are tested without a
+// store. Its ops are n as the key; it is its own store (Submit).
 type echoHandler struct {
-	inline  bool          // driven backend.DriveInline
-	batches bool          // driven backend.DriveBatch (else DriveCalls)
-	delay   time.Duration // each call or batch waits this long, as a store would
+	inline  bool          // declares backend.AtOnce
+	batches bool          // declares Joins, completing Elsewhere (else each run alone)
+	onLoop  bool          // declares Joins, completing on the submitter's loop (OnLoop)
+	delay   time.Duration // each submission waits this long, as a store would
 
 	mu      sync.Mutex
-	sizes   []int         // commands per Batch call
-	hold    chan struct{} // when set, Batch waits for it to close,
+	sizes   []int         // ops per submission
+	hold    chan struct{} // when set, a submission waits for it to close,
 	entered chan struct{} // after a send here
 }
 
-// Info: the echo store declares nothing; the server's timeout bounds it.
-func (h *echoHandler) Info() backend.Info { return backend.Info{} }
-
-func (h *echoHandler) IsPK(name []byte) bool { return strings.EqualFold(string(name), "PK.ECHO") }
-
-// Drive is how the echo store is to be driven: serveServer takes it into
-// Config.Drive, as the sidecar takes a store's from its opener.
-func (h *echoHandler) Drive() backend.Drive {
+// Info: the echo store declares how it completes, and no timeout: the
+// server's bounds it.
+func (h *echoHandler) Info() backend.Info {
 	switch {
 	case h.inline:
-		return backend.DriveInline
-	case h.batches:
-		return backend.DriveBatch
+		return backend.Info{Completes: backend.AtOnce}
+	case h.onLoop:
+		return backend.Info{Completes: backend.OnLoop, Joins: true}
 	}
-	return backend.DriveCalls
+	return backend.Info{Completes: backend.Elsewhere, Joins: h.batches}
 }
 
-func (h *echoHandler) Do(_ context.Context, args [][]byte) (commands.Reply, bool) {
-	if !h.IsPK(args[0]) {
-		return commands.Reply{}, false
-	}
-	time.Sleep(h.delay)
-	return h.answer(args), true
-}
+func (h *echoHandler) IsPK(name []byte) bool { return strings.EqualFold(string(name), "PK.ECHO") }
 
 func (h *echoHandler) answer(args [][]byte) commands.Reply {
 	if len(args) < 2 {
@@ -70,45 +62,87 @@ func (h *echoHandler) answer(args [][]byte) commands.Reply {
 	return commands.Reply{Kind: commands.Int, Int: n}
 }
 
-func (h *echoHandler) Batch(_ context.Context, cmds [][][]byte, replies []commands.Reply) {
+// reply is the echo of an op's result.
+func (h *echoHandler) reply(op *backend.Op, res backend.Result) commands.Reply {
+	if res.Err != nil {
+		return commands.Unavailable(res.Err)
+	}
+	return h.answer([][]byte{nil, op.Key})
+}
+
+func (h *echoHandler) ParseOne(args [][]byte, op *backend.Op, refused *commands.Reply) (*commands.Spec, bool) {
+	if !h.IsPK(args[0]) {
+		return nil, false
+	}
+	if r := h.answer(args); r.Kind == commands.Error {
+		*refused = r
+		return nil, true
+	}
+	*op = backend.Op{Key: args[1]}
+	return &commands.Spec{}, true
+}
+
+func (h *echoHandler) AnswerOne(_ *commands.Spec, op *backend.Op, res *backend.Result) commands.Reply {
+	return h.reply(op, *res)
+}
+
+// ParseBatch refuses what answer refuses; the others are ops.
+func (h *echoHandler) ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed {
+	var ops []backend.Op
+	var at []int
+	for i, args := range cmds {
+		if r := h.answer(args); r.Kind == commands.Error {
+			replies[i] = r
+			continue
+		}
+		ops = append(ops, backend.Op{Key: args[1]})
+		at = append(at, i)
+	}
+	return commands.ParsedOf(ops, at, func(k int, res backend.Result) commands.Reply { return h.reply(&ops[k], res) })
+}
+
+func (h *echoHandler) LoadSecret(context.Context) error { return nil }
+
+// Submit is the echo store: it waits as told, then answers every op; an
+// isolated block holding "PK.ECHO fail" fails as a whole, as a store that
+// fails during EXEC.
+func (h *echoHandler) Submit(s *backend.Submission) {
+	if h.inline {
+		h.run(s)
+		s.Finish(backend.AtOnce)
+		return
+	}
+	go func() {
+		h.run(s)
+		if h.onLoop && s.Loop != nil && s.Loop.Later(func() { s.Finish(backend.OnLoop) }) == nil {
+			return
+		}
+		s.Finish(backend.Elsewhere)
+	}()
+}
+
+func (h *echoHandler) run(s *backend.Submission) {
 	h.mu.Lock()
-	h.sizes = append(h.sizes, len(cmds))
+	h.sizes = append(h.sizes, len(s.Ops))
 	hold, delay := h.hold, h.delay
 	h.mu.Unlock()
 	if hold != nil {
 		h.entered <- struct{}{}
 		<-hold
 	}
-	time.Sleep(delay)
-	for i, args := range cmds {
-		replies[i] = h.answer(args)
+	time.Sleep(delay) // the store's slowness itself, not a wait for an event
+	for i := range s.Ops {
+		s.Res[i] = backend.Result{}
+		if s.Isolation == backend.Isolated && string(s.Ops[i].Key) == "fail" {
+			s.Err = errors.New("fake: failed")
+		}
 	}
-}
-
-// ParseBatch answers every command itself: the echo store has no Wire.
-func (h *echoHandler) ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed {
-	for i, args := range cmds {
-		replies[i] = h.answer(args)
-	}
-	return commands.Parsed{}
 }
 
 // Check refuses what answer refuses.
 func (h *echoHandler) Check(args [][]byte) (commands.Reply, bool) {
 	r := h.answer(args)
 	return r, r.Kind != commands.Error
-}
-
-// Exec answers a block as Batch would; a block holding "PK.ECHO fail"
-// fails as a whole, as a store that fails during EXEC.
-func (h *echoHandler) Exec(ctx context.Context, cmds [][][]byte, replies []commands.Reply) (commands.Reply, bool) {
-	for _, args := range cmds {
-		if len(args) > 1 && string(args[1]) == "fail" {
-			return commands.ErrUnavailable.Replyf("fake: failed"), false
-		}
-	}
-	h.Batch(ctx, cmds, replies)
-	return commands.Reply{}, true
 }
 
 type readyPinger struct{}
@@ -122,20 +156,12 @@ func serve(t *testing.T, cfg Config, h Handler) string {
 	return addr
 }
 
-// driven is a test handler that says how it is to be driven (the echo
-// store); a commands.Handler does not, and its tests set Config.Drive.
-type driven interface{ Drive() backend.Drive }
-
-// serveServer starts a Server on a loopback port. Its Config.Drive, when
-// not set, is the handler's own if it says one (driven).
+// serveServer starts a Server on a loopback port.
 func serveServer(t *testing.T, cfg Config, h Handler) (string, *Server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	cfg.Portable = cfg.Portable || testPortable
-	if d, ok := h.(driven); ok && cfg.Drive == backend.DriveCalls {
-		cfg.Drive = d.Drive()
-	}
 	srv := New(cfg, h, readyPinger{})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -161,6 +187,7 @@ func TestPipelineOrder(t *testing.T) {
 		"inline":    {true, &echoHandler{inline: true}},
 		"goroutine": {false, &echoHandler{delay: 50 * time.Microsecond}},
 		"batched":   {false, &echoHandler{batches: true, delay: 200 * time.Microsecond}},
+		"onloop":    {false, &echoHandler{onLoop: true, delay: 200 * time.Microsecond}},
 	}
 	for name, p := range paths {
 		t.Run(name, func(t *testing.T) {
@@ -266,7 +293,7 @@ func TestBatchesJoinClients(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		for _, g := range batchGauges(srv) {
-			return g.OffQueue == clients-1
+			return g.Pending == clients-1
 		}
 		return false
 	}, 10*time.Second, time.Millisecond, "the other clients' runs are queued")
@@ -287,7 +314,7 @@ func TestShutdownAnswersInFlight(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
 			h := &echoHandler{batches: batches, delay: 300 * time.Millisecond}
-			srv := New(Config{Portable: testPortable, Drive: h.Drive()}, h, readyPinger{})
+			srv := New(Config{Portable: testPortable}, h, readyPinger{})
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 
@@ -418,7 +445,7 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 	require.Len(t, batchGauges(srv), 1) // one loop: a and b share it
 	gauge := func() scheduler.Gauge { return batchGauges(srv)[0] }
 	require.False(t, gauge().OffLoop)
-	queued := func() int { return gauge().OffQueue }
+	queued := func() int { return gauge().Pending }
 
 	// A batch on the loop, held at the store: the loop stops waiting for
 	// it after the budget and answers b; the next batches go off the loop.
@@ -471,20 +498,16 @@ func TestSlowStoreLeavesLoop(t *testing.T) {
 	}
 }
 
-// TestBatchWorkersLiveOn: one batch after another goes to the same worker
-// goroutine, not to a new one per batch (dispatch). A batch that ends just
-// as the next is sent may leave a second worker; never one per batch.
-func TestBatchWorkersLiveOn(t *testing.T) {
-	h := &echoHandler{batches: true}
-	addr, srv := serveServer(t, Config{}, h)
-	a := dialLines(t, addr)
-	for i := range 200 {
-		a.send(echoReq(i))
-		a.expect(fmt.Sprintf(":%d\r\n", i))
+// name is the path the echo store's declaration gives its commands, as
+// the subtests are named.
+func (h *echoHandler) name() string {
+	switch {
+	case h.inline:
+		return "inline"
+	case h.onLoop:
+		return "onloop"
+	case h.batches:
+		return "batch"
 	}
-	gs := batchGauges(srv)
-	require.Len(t, gs, 1)
-	for _, g := range gs {
-		require.LessOrEqual(t, g.Workers, 2)
-	}
+	return "calls"
 }

@@ -1,19 +1,17 @@
 package protocol
 
 import (
-	"context"
-	"fmt"
 	"strings"
 
-	"github.com/prepkey/prepkey/backend/watchdog"
+	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/commands"
 )
 
 // Transactions (MULTI/EXEC/DISCARD), as Redis answers them: after MULTI
 // each command is checked as it would be on its own and answered +QUEUED,
-// or with its error, which makes EXEC answer -EXECABORT. EXEC hands the PK
-// commands of the block to Handler.Exec, which runs them as one isolated
-// unit, and answers one array: each PK command's reply, and the connection
+// or with its error, which makes EXEC answer -EXECABORT. EXEC submits the PK
+// commands of the block to the store as one isolated unit (runBlock:
+// backend.Isolated), and answers one array: each PK command's reply, and the connection
 // commands of the block run in their place, as Redis runs them.
 //
 // WATCH and UNWATCH are refused: a reservation is guarded by IFEQ
@@ -185,18 +183,24 @@ func (c *conn) exec() {
 		return
 	}
 	c.goBusy(0)
-	go c.runBlock(t)
+	c.runBlock(t)
 }
 
-// runBlock runs a transaction's PK commands at the store, as one
-// Handler.Exec (one isolated store call, never a batch, never the loop's
-// own Redis connection), on a goroutine of its own, bounded by the backend
-// timeout as a batch is (its watch, package watchdog): when the store has
-// been silent that long, EXEC answers -UNAVAILABLE for the whole block (it
-// may or may not take effect, as for any command), whatever the store
-// does. A store that cannot stop (a hung fsync) keeps only this goroutine
-// and the block, which is the transaction's own copy; the block stays
-// counted (MaxTxMemory) until EXEC's reply is written.
+// runBlock submits a transaction's PK commands to the store as one
+// submission, Isolated, on the loop (exec): the same call as every PK
+// command's, under the same deadline (its watch, unless the store
+// finishes at once). When the store has been silent that long, EXEC
+// answers -UNAVAILABLE for the whole block (it may or may not take
+// effect, as for any command), whatever the store does; a store that
+// cannot stop (a hung fsync) keeps only the block, which is the
+// transaction's own copy, counted (MaxTxMemory) until EXEC's reply is
+// written. A block without PK commands, or one EXEC refuses (a scan),
+// does not reach the store.
+//
+// EXEC's reply interleaves the block's connection commands, in their
+// place, and one may wait on the backend (INFO pings it): so answerBlock
+// always runs off the loop, on a goroutine of its own when the store
+// finished on the loop (at once, or on the loop's own connection).
 func (c *conn) runBlock(t tx) {
 	var pk [][][]byte
 	for _, args := range t.cmds {
@@ -204,20 +208,42 @@ func (c *conn) runBlock(t tx) {
 			pk = append(pk, args)
 		}
 	}
-	timeout := c.srv.deadline
-	w := new(watchdog.Watch)
-	w.Start(timeout, func() {
-		if w.Expired() {
-			c.answerBlock(t, pk, nil, commands.Unavailable(fmt.Errorf("no answer within %s", timeout)), false)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	replies := make([]commands.Reply, len(pk))
-	abort, ok := c.srv.handler.Exec(ctx, pk, replies)
-	cancel()
-	if w.Claim() { // else the deadline has answered: this answer is dropped
+	parsed := c.srv.handler.ParseBatch(pk, replies)
+	if len(parsed.Ops) == 0 {
+		go c.answerBlock(t, pk, replies, commands.Reply{}, true)
+		return
+	}
+	if abort, ok := parsed.ExecCheck(); !ok {
+		go c.answerBlock(t, pk, replies, abort, false)
+		return
+	}
+	s := &backend.Submission{Ops: parsed.Ops, Res: make([]backend.Result, len(parsed.Ops)),
+		Isolation: backend.Isolated, Timeout: c.srv.deadline}
+	if c.loop != nil {
+		s.Loop = c.loop
+	}
+	s.Done = func(s *backend.Submission, how backend.Completion) {
+		var abort commands.Reply
+		ok := false
+		switch how {
+		case backend.Dropped:
+			return
+		case backend.Late:
+			abort = commands.Unavailable(s.LateErr)
+		default:
+			abort, ok = parsed.ExecAnswer(s.Res, s.Err, replies)
+		}
+		if how == backend.AtOnce || how == backend.OnLoop {
+			go c.answerBlock(t, pk, replies, abort, ok)
+			return
+		}
 		c.answerBlock(t, pk, replies, abort, ok)
 	}
+	if c.srv.info.Completes != backend.AtOnce {
+		s.Watch()
+	}
+	c.srv.handler.Submit(s)
 }
 
 // answerBlock writes EXEC's reply, releases what the block held queued and

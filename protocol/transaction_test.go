@@ -85,6 +85,7 @@ func TestTransactionQueueing(t *testing.T) {
 		"inline":    {true, &echoHandler{inline: true}},
 		"goroutine": {false, &echoHandler{}},
 		"batched":   {false, &echoHandler{batches: true}},
+		"onloop":    {false, &echoHandler{onLoop: true}},
 	}
 	for pname, p := range paths {
 		addr := serve(t, Config{}, p.h)
@@ -220,6 +221,7 @@ func TestTransactionPipelineOrder(t *testing.T) {
 		"inline":    {true, &echoHandler{inline: true}},
 		"goroutine": {false, &echoHandler{delay: 50 * time.Microsecond}},
 		"batched":   {false, &echoHandler{batches: true, delay: 200 * time.Microsecond}},
+		"onloop":    {false, &echoHandler{onLoop: true, delay: 200 * time.Microsecond}},
 	}
 	for name, p := range paths {
 		t.Run(name, func(t *testing.T) {
@@ -258,7 +260,7 @@ func TestTransactionPipelineOrder(t *testing.T) {
 // in the middle of EXEC's array, as Redis does.
 func TestTransactionRESP3(t *testing.T) {
 	h := commands.New(memory.New(backend.Options{}), commands.DefaultLimits, nil)
-	addr := serve(t, Config{Drive: backend.DriveInline}, h)
+	addr := serve(t, Config{}, h)
 	nc, rd := dialRd(t, addr)
 	exchange(t, nc, rd, req("HELLO", "3")+req("MULTI")+req("PK.PREPARE", "ns", "k", "v")+req("PK.GET", "ns", "nope")+
 		req("PK.GETVALUE", "ns", "nope")+req("PK.GETVALUE", "ns", "k")+req("EXEC"), "")

@@ -96,7 +96,9 @@ type Store struct {
 	// closed is set by Close before it drains the stripes; every method
 	// checks it with its stripe held, so none touches the closed db (pebble
 	// panics on use after Close).
-	closed    atomic.Bool
+	closed atomic.Bool
+	// group is the group commit of submissions (Submit).
+	group     group
 	closeOnce sync.Once
 	closeErr  error
 

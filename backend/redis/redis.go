@@ -86,6 +86,11 @@ type Store struct {
 
 	client atomic.Pointer[clientRef]
 
+	// loops are the event loops' own connections (UseLoopConns), nil
+	// without; againFn is s.again, made once.
+	loops   LoopConns
+	againFn func(*backend.Submission, []int)
+
 	// fault, in tests only, injects failures into the steps of composed
 	// commands (backend.ComposeMove, backend.ComposeMPrepare).
 	fault backend.Fault
@@ -303,6 +308,9 @@ func (s *Store) dial(done chan struct{}) {
 
 // Close releases the connections. Calls after Close fail.
 func (s *Store) Close() error {
+	if s.loops != nil {
+		s.loops.Close()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true

@@ -44,6 +44,12 @@ type Harness struct {
 	// fails or loses the reply of each step in turn.
 	Fault func(backend.Fault)
 
+	// Hold, for a store whose calls can be held (the embedded store's
+	// fsync), holds them until release is called: a submission under way
+	// then waits. Nil: the deadline row holds a composed command's step
+	// through Fault, or is skipped.
+	Hold func() (release func())
+
 	// SkipRaces names why races on existing records cannot be tested on this
 	// store (e.g. a server known not to be atomic there); empty runs them.
 	SkipRaces string

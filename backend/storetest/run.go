@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Transactions", func(t *testing.T) {
 		t.Run("isolation of Exec", func(t *testing.T) { testExecIsolation(t, newStore) })
 	})
+	t.Run("Submit", func(t *testing.T) { runSubmit(t, newStore) })
 	t.Run("Races", func(t *testing.T) {
 		t.Run("prepare absent key", func(t *testing.T) { testRacePrepareAbsent(t, newStore) })
 		t.Run("prepare distinct keys", func(t *testing.T) { testRacePrepareMany(t, newStore) })

@@ -180,3 +180,63 @@ func (s *valueStore) Info() backend.Info {
 	}
 	return info
 }
+
+// Submit maps the values of the ops and, once the store finished the
+// submission, of the records in its results, as Run does: without its own
+// Submit the promoted one would take the suite's values to the store
+// unmapped. The store gets a submission of its own (the caller's may be
+// watched already: changing its Done then raced with its deadline), which
+// shares the caller's results and finishes the caller's as it finishes.
+func (s *valueStore) Submit(sub *backend.Submission) {
+	ops := sub.Ops
+	mapped := make([]backend.Op, len(ops))
+	for i, op := range ops {
+		mapped[i] = s.op(op)
+		if keep := op.Keep; keep != nil {
+			mapped[i].Keep = func(r backend.ScanRecord) bool {
+				rec, err := s.out(r.Record)
+				if err != nil {
+					return true // kept, and its mapping fails the result
+				}
+				r.Record = rec
+				return keep(r)
+			}
+		}
+	}
+	in := &backend.Submission{Ops: mapped, Res: sub.Res, Isolation: sub.Isolation, Timeout: sub.Timeout, Loop: sub.Loop}
+	in.Done = func(in *backend.Submission, how backend.Completion) {
+		if how == backend.Dropped {
+			return // the store's finish after its own deadline: answered already
+		}
+		if how == backend.Late {
+			// The store armed a deadline of its own (an AtOnce store
+			// taking megabytes elsewhere), and it answered: the store may
+			// still read the mapped ops, which stay.
+			sub.LateErr = in.LateErr
+			sub.Finish(how)
+			return
+		}
+		sub.Err = in.Err
+		for i := range ops {
+			if ops[i].Kind != backend.OpScan {
+				sub.Res[i] = s.result(sub.Res[i])
+				continue
+			}
+			if p := sub.Res[i].Page; p != nil {
+				for j := range p.Records {
+					rec, err := s.out(p.Records[j].Record)
+					if err != nil {
+						sub.Res[i] = backend.Result{Err: err}
+						break
+					}
+					p.Records[j].Record = rec
+				}
+			}
+		}
+		for _, op := range mapped {
+			scribbleOp(op)
+		}
+		sub.Finish(how)
+	}
+	s.Store.Submit(in)
+}

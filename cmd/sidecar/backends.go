@@ -6,10 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prepkey/prepkey/backend"
 	"github.com/prepkey/prepkey/backend/memory"
-	"github.com/prepkey/prepkey/backend/redis/loopconn"
 )
 
 // store is a backend's store as main holds it: the store contract plus
@@ -19,21 +19,17 @@ type store interface {
 	io.Closer
 }
 
-// opened is a backend as its opener hands it to main: the store, the kind
-// INFO names, and how the server is to take PK commands to it. How a store
-// is driven is its opener's to say, each backend's in one place (below,
-// openFile, openRedis, openMongo), never asked of the store: a store runs
-// lists of ops (Run) whoever calls it.
+// opened is a backend as its opener hands it to main: the store and the
+// kind INFO names. How the server takes PK commands to the store is what
+// the store declares of itself (backend.Info: Completes, Joins), read by
+// the server (package protocol's scheduler), not its opener's to say.
 type opened struct {
 	store store
 	kind  string
-	// drive is how the server takes PK commands to the store
-	// (protocol.Config.Drive).
-	drive backend.Drive
-	// wire is how each event loop reaches a store driven
-	// backend.DriveWire over a connection of its own (a standalone Redis:
-	// redis.Wire); nil for the others.
-	wire loopconn.Wire
+	// serveLoops gives a standalone Redis store's loop connections
+	// (loopconn.Loops.Serve) the server's count of them up (INFO's
+	// loop_backend_conns) and its closing; nil for the other stores.
+	serveLoops func(up *atomic.Int64, closing func() bool)
 }
 
 // openBackend is the one place that reads a --backend URL's scheme and opens
@@ -51,8 +47,7 @@ func openBackend(ctx context.Context, c config, log *slog.Logger) (opened, error
 		if rest != "" {
 			return opened{}, fmt.Errorf("--backend memory: takes nothing after the colon, got %q", c.backendURL)
 		}
-		// It answers from memory without waiting: on the event loop.
-		return opened{store: memory.New(opts), kind: "memory", drive: backend.DriveInline}, nil
+		return opened{store: memory.New(opts), kind: "memory"}, nil
 	case "file":
 		dir, err := fileDir(rest)
 		if err != nil {

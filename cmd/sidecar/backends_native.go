@@ -16,44 +16,46 @@ import (
 	"github.com/prepkey/prepkey/backend/disk"
 	"github.com/prepkey/prepkey/backend/mongo"
 	"github.com/prepkey/prepkey/backend/redis"
+	"github.com/prepkey/prepkey/backend/redis/loopconn"
 )
 
 // defaultListen is --listen's default: loopback only.
 const defaultListen = "127.0.0.1:6380"
 
-// openFile opens the embedded store, driven in batches: the commands that
-// many clients sent meanwhile share one commit, one fsync.
+// openFile opens the embedded store.
 func openFile(dir string, opts backend.Options, cacheBytes, minFree int64) (opened, error) {
 	s, err := disk.OpenTuned(dir, opts, disk.Tuning{CacheBytes: cacheBytes, MinFreeBytes: minFree})
 	if err != nil {
 		return opened{}, err
 	}
-	return opened{store: s, drive: backend.DriveBatch}, nil
+	return opened{store: s}, nil
 }
 
-// openRedis opens a Redis store: a standalone Redis (its Wire is not nil)
-// is driven over each event loop's own connection to it; behind Sentinel,
-// on a Cluster or over TLS, in batches through the rueidis client, which
-// follows failovers and slots and speaks TLS.
+// openRedis opens a Redis store: a standalone Redis, or one behind
+// Sentinel, on a Cluster or over TLS (backend/redis).
 func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (opened, error) {
 	s, err := redis.Open(ctx, c.backendURL, redis.Config{Options: opts, KeyPrefix: c.redisKeyPrefix, Timeout: c.backendTimeout, Logger: log})
 	if err != nil {
 		return opened{}, err
 	}
 	if w := s.Wire(); w != nil {
-		return opened{store: s, drive: backend.DriveWire, wire: w}, nil
+		// The store writes each loop's submissions on a connection of
+		// its own to that loop (loopconn.Loops, made per loop on its first
+		// submission); the server gives them its counters (serveLoops).
+		loops := loopconn.NewLoops(w, loopconn.Options{Timeout: s.Info().Deadline(c.backendTimeout), Logger: log})
+		s.UseLoopConns(loops)
+		return opened{store: s, serveLoops: loops.Serve}, nil
 	}
-	return opened{store: s, drive: backend.DriveBatch}, nil
+	return opened{store: s}, nil
 }
 
-// openMongo opens a MongoDB store, driven one call at a time: MongoDB has no
-// batch of atomic document operations (each is its own round trip).
+// openMongo opens a MongoDB store.
 func openMongo(ctx context.Context, c config, opts backend.Options, log *slog.Logger) (opened, error) {
 	s, err := mongo.Open(ctx, c.backendURL, mongo.Config{Options: opts, Timeout: c.backendTimeout, Logger: log})
 	if err != nil {
 		return opened{}, err
 	}
-	return opened{store: s, drive: backend.DriveCalls}, nil
+	return opened{store: s}, nil
 }
 
 // netListen opens a listening socket.

@@ -135,18 +135,19 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		IdleTimeout: cfg.idleTimeout,
 		// A bulk this far past the limits is a framing-level refusal (as
 		// Redis's proto-max-bulk-len); smaller ones get the limit's error.
-		MaxBulk: max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
-		Version: build.Version,
-		Backend: kind,
-		// How PK commands reach the store is its opener's to say
-		// (openBackend); a standalone Redis is reached through its Wire.
-		Drive:            o.drive,
-		Wire:             o.wire,
+		MaxBulk:          max(cfg.maxKeyBytes, cfg.maxValueBytes) + 1<<20,
+		Version:          build.Version,
+		Backend:          kind,
 		BackendTimeout:   cfg.backendTimeout,
 		MaxTxMemory:      int64(cfg.maxTxMemory),
 		Logger:           log,
 		MaxClientsMemory: int64(cfg.maxClientsMemory),
 	}, commands.New(st, limits, storeClock()), st)
+	if o.serveLoops != nil {
+		// A standalone Redis's loop connections count into INFO and stop
+		// dialling at shutdown.
+		o.serveLoops(srv.LoopBackendConns(), srv.Closing)
+	}
 
 	// The backend's health is watched whether or not /readyz is served: its
 	// transitions are logged (lost, regained).

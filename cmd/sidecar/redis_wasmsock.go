@@ -26,5 +26,5 @@ func openRedis(ctx context.Context, c config, opts backend.Options, log *slog.Lo
 	if err != nil {
 		return opened{}, err
 	}
-	return opened{store: s, drive: backend.DriveBatch}, nil
+	return opened{store: s}, nil
 }

@@ -27,18 +27,22 @@ import (
 	"github.com/prepkey/prepkey/backend/mongo"
 	"github.com/prepkey/prepkey/backend/redis"
 	"github.com/prepkey/prepkey/backend/storetest"
+	"github.com/prepkey/prepkey/protocol/scheduler/schedtest"
 )
 
 // run runs the server-level cases on the stores newStore builds, under the
-// names they had in storetest.Run, served as drive says: each backend the
-// way the sidecar's opener drives it (cmd/sidecar, TestOpenBackendDrive),
-// a standalone Redis both over the loops' own connections (DriveWire) and
-// through its client (DriveBatch, the path while those are down).
-func run(t *testing.T, newStore storetest.NewStore, drive backend.Drive) {
+// names they had in storetest.Run, each served as it declares itself
+// (backend.Info: Completes, Joins), as the sidecar serves it
+// (cmd/sidecar, TestOpenBackendDeclares).
+func run(t *testing.T, newStore storetest.NewStore) { runAs(t, newStore, nil) }
+
+// runAs is run with the store served as sc says, when not nil
+// (schedtest.Declare).
+func runAs(t *testing.T, newStore storetest.NewStore, sc *schedtest.Schedule) {
 	t.Run("Scan", func(t *testing.T) { runScan(t, newStore) })
 	t.Run("Transactions", func(t *testing.T) {
-		t.Run("blocks", func(t *testing.T) { testBlocks(t, newStore, drive) })
-		t.Run("isolation", func(t *testing.T) { testBlockIsolation(t, newStore, drive) })
+		t.Run("blocks", func(t *testing.T) { testBlocks(t, newStore, sc) })
+		t.Run("isolation", func(t *testing.T) { testBlockIsolation(t, newStore, sc) })
 	})
 }
 
@@ -49,7 +53,24 @@ func TestConformanceMemory(t *testing.T) {
 		s := memory.New(opts)
 		t.Cleanup(func() { _ = s.Close() })
 		return storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
-	}, backend.DriveInline)
+	})
+}
+
+// TestConformanceMemorySchedules serves the memory store on each of the
+// server's paths (schedtest.All): runs joined or each its own, finished at
+// once, on the loop or elsewhere.
+func TestConformanceMemorySchedules(t *testing.T) {
+	for _, sc := range schedtest.All {
+		t.Run(sc.Name, func(t *testing.T) {
+			runAs(t, func(t *testing.T, opts backend.Options) storetest.Harness {
+				clock := newClock()
+				opts.Now = clock.Now
+				s := memory.New(opts)
+				t.Cleanup(func() { _ = s.Close() })
+				return storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
+			}, &sc.Schedule)
+		})
+	}
 }
 
 func TestConformanceFile(t *testing.T) {
@@ -60,7 +81,7 @@ func TestConformanceFile(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 		return storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
-	}, backend.DriveBatch)
+	})
 }
 
 func newClock() *storetest.Clock { return storetest.NewClock(time.UnixMilli(1_700_000_000_000)) }
@@ -130,11 +151,8 @@ func redisLayout(layout string) string {
 	return "layout=" + layout
 }
 
-func TestConformanceMiniredis(t *testing.T)     { run(t, miniredisStore(""), backend.DriveBatch) }
-func TestConformanceWireMiniredis(t *testing.T) { run(t, miniredisStore(""), backend.DriveWire) }
-
-func TestConformanceWowMiniredis(t *testing.T)     { run(t, miniredisStore("wow"), backend.DriveBatch) }
-func TestConformanceWowWireMiniredis(t *testing.T) { run(t, miniredisStore("wow"), backend.DriveWire) }
+func TestConformanceMiniredis(t *testing.T)    { run(t, miniredisStore("")) }
+func TestConformanceWowMiniredis(t *testing.T) { run(t, miniredisStore("wow")) }
 
 // serverURL returns a real server's URL from the environment (printed by
 // scripts/redis-servers.sh up, or scripts/ferretdb.sh up); without it the
@@ -174,42 +192,32 @@ func redisServer(t *testing.T, env, layout string, cluster bool) storetest.NewSt
 
 func TestConformanceStandalone(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_URL", "", false), backend.DriveBatch)
-}
-
-func TestConformanceWireStandalone(t *testing.T) {
-	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_URL", "", false), backend.DriveWire)
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "", false))
 }
 
 func TestConformanceSentinel(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "", false), backend.DriveBatch)
+	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "", false))
 }
 
 func TestConformanceCluster(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "", true), backend.DriveBatch)
+	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "", true))
 }
 
 func TestConformanceWowStandalone(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_URL", "wow", false), backend.DriveBatch)
-}
-
-func TestConformanceWowWireStandalone(t *testing.T) {
-	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_URL", "wow", false), backend.DriveWire)
+	run(t, redisServer(t, "PREPKEY_REDIS_URL", "wow", false))
 }
 
 func TestConformanceWowSentinel(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "wow", false), backend.DriveBatch)
+	run(t, redisServer(t, "PREPKEY_REDIS_SENTINEL_URL", "wow", false))
 }
 
 func TestConformanceWowCluster(t *testing.T) {
 	t.Parallel()
-	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "wow", true), backend.DriveBatch)
+	run(t, redisServer(t, "PREPKEY_REDIS_CLUSTER_URL", "wow", true))
 }
 
 // oneSlot reports whether keys of ns are in one Cluster slot, in layout.
@@ -303,7 +311,7 @@ func dropAtCleanup(t *testing.T, url, db string) {
 
 func TestConformanceMongo(t *testing.T) {
 	t.Parallel()
-	run(t, mongoStore(t, ""), backend.DriveCalls)
+	run(t, mongoStore(t, ""))
 }
 
 // TestConformanceMongoWow: values are any bytes and layout=wow takes JSON,
@@ -311,5 +319,5 @@ func TestConformanceMongo(t *testing.T) {
 // keys that are not UTF-8 are left out.
 func TestConformanceMongoWow(t *testing.T) {
 	t.Parallel()
-	run(t, mongoStore(t, "wow"), backend.DriveCalls)
+	run(t, mongoStore(t, "wow"))
 }

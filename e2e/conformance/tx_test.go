@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/prepkey/prepkey/backend"
-	"github.com/prepkey/prepkey/backend/redis"
 	"github.com/prepkey/prepkey/backend/storetest"
 	"github.com/prepkey/prepkey/commands"
 	"github.com/prepkey/prepkey/protocol"
+	"github.com/prepkey/prepkey/protocol/scheduler/schedtest"
 )
 
 // Transactions (MULTI/EXEC) are tested over real connections to a sidecar
@@ -140,22 +140,20 @@ func blockRows(ns string) []blockRow {
 	}}
 }
 
-// serveStore starts a sidecar server on the store under test, driven as
-// drive says, and returns its address. With DriveWire the server's event
-// loops reach the store (a standalone Redis) over connections of their
-// own, as the sidecar does (loopconn.Wire, the store's redis.Wire).
-func serveStore(t *testing.T, e *env, drive backend.Drive) string {
+// serveStore starts a sidecar server on the store under test and returns
+// its address. The server takes PK commands to the store as it declares
+// (its Info and Submit), as the sidecar does; with sc, as sc says instead
+// (schedtest.Declare: the store's Run, on each of the server's paths).
+func serveStore(t *testing.T, e *env, sc *schedtest.Schedule) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	h := commands.New(e.h.Store, commands.DefaultLimits, e.h.Now)
-	cfg := protocol.Config{Drive: drive}
-	if drive == backend.DriveWire {
-		ws, ok := e.h.Store.(interface{ Wire() *redis.Wire })
-		require.True(t, ok, "a store with a Wire")
-		cfg.Wire = ws.Wire()
+	st := e.h.Store
+	if sc != nil {
+		st = schedtest.Declare(st, *sc)
 	}
-	srv := protocol.New(cfg, h, e.h.Store)
+	h := commands.New(st, commands.DefaultLimits, e.h.Now)
+	srv := protocol.New(protocol.Config{}, h, e.h.Store)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -254,7 +252,7 @@ func readRESP(r *bufio.Reader) (string, error) {
 
 // testBlocks runs each block row, pipelined from MULTI to EXEC, on a fresh
 // store.
-func testBlocks(t *testing.T, newStore storetest.NewStore, drive backend.Drive) {
+func testBlocks(t *testing.T, newStore storetest.NewStore, sc *schedtest.Schedule) {
 	for i, row := range blockRows("") {
 		t.Run(row.name, func(t *testing.T) {
 			e := newEnv(t, newStore)
@@ -264,7 +262,7 @@ func testBlocks(t *testing.T, newStore storetest.NewStore, drive backend.Drive) 
 				require.True(t, e.prepare(e.ns, s.key, s.value, forever))
 				seeds[s.key], _ = e.get(e.ns, s.key)
 			}
-			c := dialResp(t, serveStore(t, e, drive))
+			c := dialResp(t, serveStore(t, e, sc))
 			reqs := append([][]string{{"MULTI"}}, r.block...)
 			reqs = append(reqs, []string{"EXEC"})
 			got, err := c.send(reqs...)
@@ -318,13 +316,13 @@ func testBlocks(t *testing.T, newStore storetest.NewStore, drive backend.Drive) 
 // PK.PREPARE b against a block PK.PREPARE b + PK.PREPARE a: isolated, one
 // block takes both keys and the other none, never one key each (which two
 // blocks interleaving op by op gives, each winning its first key).
-func testBlockIsolation(t *testing.T, newStore storetest.NewStore, drive backend.Drive) {
+func testBlockIsolation(t *testing.T, newStore storetest.NewStore, sc *schedtest.Schedule) {
 	e := newEnv(t, newStore)
 	a, b := e.blockKeys()
 	if !e.isolates([]string{a, b}) {
 		t.Skip("the store does not isolate a block on these keys")
 	}
-	addr := serveStore(t, e, drive)
+	addr := serveStore(t, e, sc)
 	const pairs, rounds = 4, 100
 	var clients [2 * pairs]*respClient
 	for i := range clients {

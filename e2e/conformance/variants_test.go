@@ -29,7 +29,7 @@ func TestConformanceRealClock(t *testing.T) {
 		s := memory.New(opts)
 		t.Cleanup(func() { _ = s.Close() })
 		return storetest.Harness{Store: s}
-	}, backend.DriveInline)
+	})
 }
 
 // TestConformanceComposedMove runs the cases on miniredis opened as a
@@ -47,7 +47,7 @@ func TestConformanceComposedMove(t *testing.T) {
 		f := startFake(t)
 		s := openRedis(t, "redis+cluster://"+f.Addr(), opts, false)
 		return storetest.Harness{Store: s, Now: f.clock, Advance: f.advance, Isolates: oneSlot("")}
-	}, backend.DriveBatch)
+	})
 }
 
 // TestConformanceFileFastSweep runs the cases on file: with a moved clock
@@ -62,5 +62,5 @@ func TestConformanceFileFastSweep(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 		return storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
-	}, backend.DriveBatch)
+	})
 }

@@ -102,7 +102,7 @@ func (h GnetHandle) Close()               { _ = h.gc.Close() }
 func (h GnetHandle) Later(f func()) error { return GnetLoop{h.gc.EventLoop()}.Later(f) }
 
 // GnetLoop is one gnet event loop as a connection (and its loop's
-// driver) use it.
+// scheduling, and a store's submission: backend.Loop) use it.
 type GnetLoop struct{ gnet.EventLoop }
 
 // Later queues f on the loop: gnet runs it after the round's I/O
@@ -113,6 +113,11 @@ func (l GnetLoop) Later(f func()) error {
 		return nil
 	}))
 }
+
+// Gnet is the gnet event loop itself: what a store with a connection of
+// its own per loop keys it by (loopconn.GnetLoop: the standalone Redis
+// store writes a submission whose Loop is this on that loop's connection).
+func (l GnetLoop) Gnet() gnet.EventLoop { return l.EventLoop }
 
 // CloseConn closes the gnet connection io.
 func (l GnetLoop) CloseConn(io IO) { _ = l.Close(io.(gnet.Conn)) }

@@ -12,9 +12,9 @@ import (
 // and one that writes its replies, so that, as on gnet, conn's writes never
 // wait on the client and what it has not read is counted (OutboundBuffered)
 // and bounded by conn's limits.
-// No loop waits on a batch here: a store that batches gets the runs of all
-// the connections in batches from one goroutine (package scheduler's
-// portableDriver).
+// No loop waits on a submission here: a store that joins runs gets the
+// runs of all the connections joined, one submission at a time (package
+// scheduler's Loop for no event loop).
 type portableLoops struct {
 	closing func() bool // the server is shutting down: close at once
 

@@ -63,15 +63,20 @@ type Conn struct {
 	watch watchdog.Watch
 }
 
-// sentBatch is a batch whose requests are on the connection.
+// sentBatch is a batch, or a submission, whose requests are on the
+// connection.
 type sentBatch struct {
-	batch Batch
-	ops   []backend.Op
-	res   []backend.Result
-	again []int // the ops answered "again", and the scans
-	read  int   // how many ops have their reply (a prefix: requests answer in order)
-	sync  bool  // a Wire.AppendSync request follows the ops, its reply not read yet
-	at    time.Time
+	batch Batch // nil for a submission
+	// sub is a submission (Loops.Submit): its results are written into
+	// sub.Res, and it is finished (or handed to againFn) when read.
+	sub     *backend.Submission
+	againFn func(*backend.Submission, []int)
+	ops     []backend.Op
+	res     []backend.Result
+	again   []int // the ops answered "again", and the scans
+	read    int   // how many ops have their reply (a prefix: requests answer in order)
+	sync    bool  // a Wire.AppendSync request follows the ops, its reply not read yet
+	at      time.Time
 }
 
 var errNoRequest = errors.New("reply to no request")
@@ -98,6 +103,17 @@ func (u *Conn) Send(b Batch) {
 		return
 	}
 	f.res = make([]backend.Result, len(f.ops))
+	u.send(f)
+}
+
+// submit writes the requests of sub's ops (at least one), whose results
+// go into sub.Res. Ready must be true.
+func (u *Conn) submit(sub *backend.Submission, again func(*backend.Submission, []int)) {
+	u.send(&sentBatch{sub: sub, againFn: again, ops: sub.Ops, res: sub.Res[:len(sub.Ops)]})
+}
+
+// send writes the requests of f's ops and keeps f as sent.
+func (u *Conn) send(f *sentBatch) {
 	out := u.cfg.Wire.Append(u.out[:0], f.ops)
 	out, f.sync = u.cfg.Wire.AppendSync(out, f.ops)
 	f.at = time.Now()
@@ -170,7 +186,15 @@ func (u *Conn) late(gc gnet.Conn) {
 func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 	buf, _ := gc.Peek(-1)
 	if len(buf) > 0 {
-		u.watch.Heard(time.Now())
+		now := time.Now()
+		u.watch.Heard(now)
+		// The backend is answering: the submissions behind the one it
+		// answers are not timed out for waiting (issue 9).
+		for _, f := range u.sent {
+			if f.sub != nil {
+				f.sub.Heard(now)
+			}
+		}
 	}
 	off := 0
 	for len(u.sent) > 0 {
@@ -182,7 +206,9 @@ func (u *Conn) OnTraffic(gc gnet.Conn) gnet.Action {
 		}
 		u.sent[0] = nil
 		u.sent = u.sent[1:]
-		f.batch.Stored(len(f.ops), time.Since(f.at))
+		if f.batch != nil {
+			f.batch.Stored(len(f.ops), time.Since(f.at))
+		}
 		u.land(f)
 	}
 	if off > 0 { // Discard(0) would drop it all
@@ -238,8 +264,18 @@ func (f *sentBatch) readReplies(w Wire, b []byte) (used int, done bool) {
 }
 
 // land hands f's batch its results, and the ops that are to go through
-// the store's own client (again).
-func (u *Conn) land(f *sentBatch) { f.batch.Answer(f.res, f.again) }
+// the store's own client (again); a submission is finished OnLoop, or
+// handed to its againFn with those ops.
+func (u *Conn) land(f *sentBatch) {
+	switch {
+	case f.batch != nil:
+		f.batch.Answer(f.res, f.again)
+	case len(f.again) > 0:
+		f.againFn(f.sub, f.again)
+	default:
+		f.sub.Finish(backend.OnLoop)
+	}
+}
 
 // OnClose answers the batches still waiting with the failure: their ops
 // may or may not have run. A new connection is dialled.

@@ -8,7 +8,11 @@
 // batch held the loop for the round trip, and the sidecar reached only
 // 0.75 of direct EVALSHA's throughput at pipeline 1.
 //
-// Package protocol drives it: its wire driver makes one Conn per event loop
+// The store makes them now (Loops, loops.go: one Conn per event loop, on
+// the loop's first submission; redis.Store.UseLoopConns): a submission
+// from a gnet loop is written on that loop's Conn and finished on the
+// loop (issue 33). Until the server submits, package protocol still drives
+// it as before: its wire driver makes one Conn per event loop
 // (New), sends batches on it while it is up (Ready, Send), and hands it
 // the gnet events of its connection (OnOpen, OnTraffic, OnClose), as it
 // does a client's. A Conn answers each Batch once, on the loop. It sees
