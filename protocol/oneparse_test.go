@@ -52,3 +52,14 @@ func TestOneParseKeepsTheGuard(t *testing.T) {
 		require.ErrorIs(t, err, io.EOF)
 	})
 }
+
+// TestCrossProtocol: the first words of an HTTP request that close the
+// connection, in any case, and their neighbours that do not.
+func TestCrossProtocol(t *testing.T) {
+	for name, want := range map[string]bool{
+		"POST": true, "post": true, "PoSt": true, "Host:": true, "HOST:": true, "host:x": true,
+		"pos": false, "posts": false, "host": false, "hosts:": false, "PK.PREPARE": false, "": false, "Hos:": false,
+	} {
+		require.Equal(t, want, crossProtocol([]byte(name)), name)
+	}
+}
