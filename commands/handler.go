@@ -82,7 +82,12 @@ func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {
 	if spec == nil {
 		return Reply{}, false
 	}
-	op, r, ok := h.parse(spec, args)
+	var op backend.Op
+	if h.argCheck == nil && spec.arityOK(len(args)) {
+		op, r, ok = spec.parse(h, args) // parse, written out: see there
+	} else {
+		op, r, ok = h.parseChecked(spec, args)
+	}
 	if !ok {
 		return r, true
 	}
@@ -106,23 +111,34 @@ func finish(spec *Spec, res backend.Result) Reply {
 }
 
 // parse checks arity and parses args for spec.
+//
+// Do has it written out: through parse the op (208 bytes) and the reply
+// were copied once more on their way out, 200 of a PK.PREPARE's 7,200
+// instructions on memory: at pipeline 1 (callgrind; docs/benchmarks.md,
+// "One parse pass").
 func (h *Handler) parse(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
-	if n := len(args); (spec.Arity > 0 && n != spec.Arity) || n < -spec.Arity {
-		return backend.Op{}, wrongArgs(spec.Name), false
-	}
-	if h.argCheck == nil {
-		// Apart from the check below: passing &op to it moves op (208
-		// bytes) to the heap on every call, checked or not, which was 440
-		// of the 10,700 instructions of a PK.PREPARE on redis:// at
-		// pipeline 16 (callgrind; docs/benchmarks.md, "Instruction counts").
+	if h.argCheck == nil && spec.arityOK(len(args)) {
+		// Apart from the check in parseChecked: passing &op to it moves
+		// op to the heap on every call, checked or not, which was 440 of
+		// the 10,700 instructions of a PK.PREPARE on redis:// at pipeline
+		// 16 (callgrind; docs/benchmarks.md, "Instruction counts").
 		return spec.parse(h, args)
 	}
 	return h.parseChecked(spec, args)
 }
 
-// parseChecked is parse for a store whose layout checks the store call
-// (backend.Info.ArgCheck).
+// arityOK reports whether n arguments (the name's included) are as many
+// as the command takes.
+func (spec *Spec) arityOK(n int) bool {
+	return (spec.Arity <= 0 || n == spec.Arity) && n >= -spec.Arity
+}
+
+// parseChecked is parse for arguments of the wrong number, or for a store
+// whose layout checks the store call (backend.Info.ArgCheck).
 func (h *Handler) parseChecked(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
+	if !spec.arityOK(len(args)) {
+		return backend.Op{}, wrongArgs(spec.Name), false
+	}
 	op, r, ok := spec.parse(h, args)
 	if ok {
 		if err := h.argCheck(&op); err != nil {
