@@ -49,7 +49,6 @@ type Handler struct {
 	store  backend.Store
 	limits Limits
 	now    func() time.Time
-	byName map[string]*Spec
 	sec    secrets
 	// argCheck is the store layout's own check of a command's store call
 	// (backend.Info.ArgCheck); nil when the layout takes what the contract
@@ -63,10 +62,7 @@ func New(store backend.Store, limits Limits, now func() time.Time) *Handler {
 	if now == nil {
 		now = time.Now
 	}
-	h := &Handler{store: store, limits: limits, now: now, byName: make(map[string]*Spec, len(specs))}
-	for i := range specs {
-		h.byName[specs[i].Name] = &specs[i]
-	}
+	h := &Handler{store: store, limits: limits, now: now}
 	h.argCheck = store.Info().ArgCheck
 	return h
 }
@@ -82,7 +78,12 @@ func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {
 	if spec == nil {
 		return Reply{}, false
 	}
-	op, r, ok := h.parse(spec, args)
+	var op backend.Op
+	if h.argCheck == nil && spec.arityOK(len(args)) {
+		op, r, ok = spec.parse(h, args) // parse, written out: see there
+	} else {
+		op, r, ok = h.parseChecked(spec, args)
+	}
 	if !ok {
 		return r, true
 	}
@@ -106,23 +107,34 @@ func finish(spec *Spec, res backend.Result) Reply {
 }
 
 // parse checks arity and parses args for spec.
+//
+// Do has it written out: through parse the op (208 bytes) and the reply
+// were copied once more on their way out, 200 of a PK.PREPARE's 7,200
+// instructions on memory: at pipeline 1 (callgrind; docs/benchmarks.md,
+// "One parse pass").
 func (h *Handler) parse(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
-	if n := len(args); (spec.Arity > 0 && n != spec.Arity) || n < -spec.Arity {
-		return backend.Op{}, wrongArgs(spec.Name), false
-	}
-	if h.argCheck == nil {
-		// Apart from the check below: passing &op to it moves op (208
-		// bytes) to the heap on every call, checked or not, which was 440
-		// of the 10,700 instructions of a PK.PREPARE on redis:// at
-		// pipeline 16 (callgrind; docs/benchmarks.md, "Instruction counts").
+	if h.argCheck == nil && spec.arityOK(len(args)) {
+		// Apart from the check in parseChecked: passing &op to it moves
+		// op to the heap on every call, checked or not, which was 440 of
+		// the 10,700 instructions of a PK.PREPARE on redis:// at pipeline
+		// 16 (callgrind; docs/benchmarks.md, "Instruction counts").
 		return spec.parse(h, args)
 	}
 	return h.parseChecked(spec, args)
 }
 
-// parseChecked is parse for a store whose layout checks the store call
-// (backend.Info.ArgCheck).
+// arityOK reports whether n arguments (the name's included) are as many
+// as the command takes.
+func (spec *Spec) arityOK(n int) bool {
+	return (spec.Arity <= 0 || n == spec.Arity) && n >= -spec.Arity
+}
+
+// parseChecked is parse for arguments of the wrong number, or for a store
+// whose layout checks the store call (backend.Info.ArgCheck).
 func (h *Handler) parseChecked(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
+	if !spec.arityOK(len(args)) {
+		return backend.Op{}, wrongArgs(spec.Name), false
+	}
 	op, r, ok := spec.parse(h, args)
 	if ok {
 		if err := h.argCheck(&op); err != nil {
@@ -141,21 +153,37 @@ func (h *Handler) exec(ctx context.Context, op backend.Op) backend.Result {
 	return h.store.RunOne(ctx, op)
 }
 
-// lookup finds a command by name without allocating: names are short, and a
-// map index by string(bytes) does not copy.
+// lookup finds a command by name, in any case, without allocating or
+// hashing: every PK command's name begins "pk.", which the other commands'
+// names do not, and the seven are compared by length first. A map of the
+// lower-cased name cost about 250 instructions a lookup, and a PK.PREPARE on
+// redis:// is looked up twice (IsPK on the loop, then ParseBatch).
 func (h *Handler) lookup(name []byte) *Spec {
-	var buf [16]byte
-	if len(name) > len(buf) {
+	if len(name) < 4 || name[0]|0x20 != 'p' || name[1]|0x20 != 'k' || name[2] != '.' {
 		return nil
 	}
-	lower := buf[:len(name)]
-	for i, c := range name {
+	for i := range specs {
+		if s := &specs[i]; len(s.Name) == len(name) && asciiLowerEqual(name, s.Name) {
+			return s
+		}
+	}
+	return nil
+}
+
+// asciiLowerEqual reports whether b, its letters A-Z lowered, is lower
+// (which has no upper-case letter): Redis's command names are ASCII, and
+// bytes.EqualFold would also take Unicode's folds ("\u212a", the Kelvin
+// sign, for k).
+func asciiLowerEqual(b []byte, lower string) bool {
+	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		lower[i] = c
+		if c != lower[i] {
+			return false
+		}
 	}
-	return h.byName[string(lower)]
+	return true
 }
 
 func (h *Handler) nowMs() int64 { return h.now().UnixMilli() }

@@ -38,7 +38,7 @@ func (h *Handler) parseMPrepare(args [][]byte) (backend.Op, Reply, bool) {
 	if hasDuplicate(entries) {
 		return backend.Op{}, ErrDuplicateKey.Reply(), false
 	}
-	exp, r, ok := o.expiry(h.nowMs(), "pk.mprepare")
+	exp, r, ok := o.expiry(h, "pk.mprepare")
 	if !ok {
 		return backend.Op{}, r, false
 	}

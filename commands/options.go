@@ -103,7 +103,11 @@ func isTTLWord(w []byte) bool {
 // own "value is not an integer or out of range", as SET ... EX +5 does. The
 // contract keeps "invalid expire time" for the rest: a number that is not an
 // integer ("1.5", "abc"), one out of range, zero or negative, a time past.
-func (o options) expiry(nowMs int64, cmd string) (backend.Expiry, Reply, bool) {
+//
+// The clock (h.nowMs) is read only for a TTL option, the one that needs it:
+// read for every command, it was one of three clock reads a PK.PREPARE
+// made on memory: at pipeline 1 (docs/benchmarks.md, "One parse pass").
+func (o options) expiry(h *Handler, cmd string) (backend.Expiry, Reply, bool) {
 	if o.keepTTL {
 		return backend.Expiry{Kind: backend.KeepTTL}, Reply{}, true
 	}
@@ -125,6 +129,7 @@ func (o options) expiry(nowMs int64, cmd string) (backend.Expiry, Reply, bool) {
 		}
 		n *= 1000
 	}
+	nowMs := h.nowMs()
 	if len(o.ttlWord) == 2 { // EX, PX
 		if n > maxTTLAt-nowMs {
 			return backend.Expiry{}, invalidExpire(cmd), false

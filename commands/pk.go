@@ -22,7 +22,7 @@ func (h *Handler) parsePrepare(args [][]byte) (backend.Op, Reply, bool) {
 	if r, ok := h.checkValues(value); !ok {
 		return backend.Op{}, r, false
 	}
-	exp, r, ok := o.expiry(h.nowMs(), "pk.prepare")
+	exp, r, ok := o.expiry(h, "pk.prepare")
 	if !ok {
 		return backend.Op{}, r, false
 	}
@@ -76,7 +76,7 @@ func (h *Handler) parseReprepare(args [][]byte) (backend.Op, Reply, bool) {
 	if r, ok := h.checkValues(value, o.ifeq.Value); !ok {
 		return backend.Op{}, r, false
 	}
-	exp, r, ok := o.expiry(h.nowMs(), "pk.reprepare")
+	exp, r, ok := o.expiry(h, "pk.reprepare")
 	if !ok {
 		return backend.Op{}, r, false
 	}

@@ -35,6 +35,13 @@ const (
 // negative lengths, which redcon's parser does not check. While a
 // connection's run is at the store its input is not scanned but bounded by
 // the inbound limit (loop.go); a connection before AUTH never has a run.
+//
+// A complete request of the plain form is not scanned: Parse checks it
+// against the same limits as it parses it, in one pass. The guard scans
+// from a request Parse does not take (incomplete, inline, refused or
+// unusual), and then every byte after it that has arrived, so a refusal is
+// still found on the read that brings it and the requests before it are
+// answered first.
 type FramingGuard struct {
 	lim func() Limits // current Limits, which change at AUTH
 
