@@ -3,7 +3,7 @@
 // is also the example of embedding prepkey as a plugin in a Go program: run
 // is all it takes (docs/wasm.md).
 //
-//	wasmhost [-wasm prepkey.wasm] [-listen 127.0.0.1:6380] [-dir DIR] [-cache DIR] [--] [prepkey flags...]
+//	wasmhost [-wasm prepkey.wasm] [-listen 127.0.0.1:6380] [-dir DIR] [-cache DIR] [-max-memory MiB] [--] [prepkey flags...]
 //
 // The host opens the listening socket and preopens it for the module, which
 // serves on it (prepkey's default --listen on wasip1, fd:auto); the flags
@@ -28,6 +28,7 @@ import (
 	"syscall"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sock"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
@@ -39,6 +40,8 @@ type options struct {
 	listen string
 	dir    string // preopened as /data when set
 	cache  string // wazero's compilation cache; "" for none
+	// maxMemory bounds the module's memory, in MiB (0: wasm32's 4 GiB).
+	maxMemory uint64
 	// compileOnly compiles the module into the cache and exits: a host
 	// image or a test warms the cache once.
 	compileOnly bool
@@ -52,6 +55,7 @@ func main() {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:6380", "host:port the host listens on and preopens for the module")
 	fs.StringVar(&o.dir, "dir", "", "a host directory to preopen for the module as /data")
 	fs.StringVar(&o.cache, "cache", defaultCache(), "directory of wazero's compilation cache (\"\": compile at every start)")
+	fs.Uint64Var(&o.maxMemory, "max-memory", 0, "the most memory the module may grow to, in MiB (0: 4096, all a wasm32 module can address)")
 	fs.BoolVar(&o.compileOnly, "compile", false, "compile the module into the cache and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: wasmhost [flags] [--] [prepkey flags...]\n\nRuns prepkey.wasm under wazero.\n\nFlags:\n")
@@ -131,6 +135,16 @@ func run(ctx context.Context, o options) (int, error) {
 	if err != nil || o.compileOnly {
 		return 2 * btoi(err != nil), err
 	}
+	// The module's memory is reserved once and never copied (memory.go).
+	mem, err := reserveMemory(o.maxMemory << 20)
+	if err != nil {
+		return 1, err
+	}
+	defer mem.Free()
+	if err := mem.check(compiled); err != nil {
+		return 2, fmt.Errorf("%s: %w", o.wasm, err)
+	}
+	ctx = experimental.WithMemoryAllocator(ctx, mem)
 	// The socket module (make wasm-sock) imports the WasmEdge socket ABI:
 	// the host serves it and the listener from its own socket table
 	// (sock.go); the plain module gets wazero's WASI and listener.
