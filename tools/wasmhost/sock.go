@@ -72,6 +72,10 @@ type hostSock struct {
 	// nonblock is the module's view (fd_fdstat_set_flags): a blocking
 	// read, write, accept waits in ppoll.
 	nonblock bool
+	// drained: the last read took less than it asked for, so the socket
+	// was empty then. The module's next read of a non-blocking socket is
+	// answered EAGAIN without a read(2) (see fdRead), once.
+	drained bool
 }
 
 // sockets is the host's socket table and wazero's functions it overrides.
@@ -87,11 +91,12 @@ type sockets struct {
 	mod api.Module
 	// Reused by every call (the module calls one function at a time): a
 	// request's calls allocate nothing.
-	args  [8]uint32
-	iov   [][]byte
-	pfds  []unix.PollFd
-	which []int
-	ev    [eventSize]byte
+	args   [8]uint32
+	iov    [][]byte
+	pfds   []unix.PollFd
+	which  []int
+	polled []*hostSock // which's sockets
+	ev     [eventSize]byte
 }
 
 // overridden are wazero's functions the host exports its own of.
@@ -298,6 +303,13 @@ func (s *sockets) rw(mod api.Module, p []uint32, events int16, op func(int, [][]
 		if err != nil {
 			return errno(err)
 		}
+		if events == unix.POLLIN {
+			asked := 0
+			for _, b := range bufs {
+				asked += len(b)
+			}
+			hs.drained = n > 0 && n < asked
+		}
 		if !mod.Memory().WriteUint32Le(p[3], uint32(n)) {
 			return errnoFault
 		}
@@ -307,7 +319,19 @@ func (s *sockets) rw(mod api.Module, p []uint32, events int16, op func(int, [][]
 
 // fdRead and fdWrite make one read(2) or write(2) of a single buffer (Go's
 // runtime passes one), readv(2) or writev(2) of more.
+//
+// Go reads a socket until it answers EAGAIN, and only then waits for it in
+// poll_oneoff: at pipeline 1 every request's read was followed by a second
+// read(2) that found nothing (the client waits for the reply). A read that
+// took less than it asked for emptied the socket, so the next one is
+// answered EAGAIN here without the system call: Go then polls, and ppoll
+// finds at once whatever arrived meanwhile. 3-4 µs of the module's CPU per
+// request of 34-45 (docs/wasm.md, issue 34).
 func (s *sockets) fdRead(_ context.Context, mod api.Module, p []uint32) uint32 {
+	if hs := s.fds[int32(p[0])]; hs.nonblock && hs.drained {
+		hs.drained = false
+		return errnoAgain
+	}
 	return s.rw(mod, p, unix.POLLIN, func(fd int, bufs [][]byte) (int, error) {
 		if len(bufs) == 1 {
 			return unix.Read(fd, bufs[0])
@@ -555,7 +579,7 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 	}
 	timeout := int64(-1)
 	clock := -1
-	pfds, which := s.pfds[:0], s.which[:0]
+	pfds, which, polled := s.pfds[:0], s.which[:0], s.polled[:0]
 	for i := range int(nsubs) {
 		sub := subs[i*subscriptionSize : (i+1)*subscriptionSize]
 		switch sub[8] {
@@ -577,12 +601,13 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 			}
 			pfds = append(pfds, unix.PollFd{Fd: int32(hs.fd), Events: ev})
 			which = append(which, i)
+			polled = append(polled, hs)
 		default:
 			return errnoInval
 		}
 	}
 	pfds = append(pfds, unix.PollFd{Fd: int32(s.wake), Events: unix.POLLIN})
-	s.pfds, s.which = pfds, which
+	s.pfds, s.which, s.polled = pfds, which, polled
 	var ts *unix.Timespec
 	if timeout >= 0 {
 		t := unix.NsecToTimespec(timeout)
@@ -617,6 +642,9 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 			var flags uint16
 			if pfd.Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
 				flags = eventFdReadwrite
+			}
+			if pfd.Revents&unix.POLLIN != 0 {
+				polled[j].drained = false // read it
 			}
 			i := which[j]
 			if !put(subs[i*subscriptionSize:(i+1)*subscriptionSize], flags) {
