@@ -5,8 +5,9 @@
 //
 //	wasmhost [-wasm prepkey.wasm] [-listen 127.0.0.1:6380] [-dir DIR] [-cache DIR] [-max-memory MiB] [--] [prepkey flags...]
 //
-// The host opens the listening socket and preopens it for the module, which
-// serves on it (prepkey's default --listen on wasip1, fd:auto); the flags
+// The host opens the listening socket and serves it, and the connections
+// it accepts, from its own socket table (sock.go), passing the module
+// --listen fd:N; the flags
 // after the host's own are prepkey's (e.g. --backend memory: --requirepass
 // pw), and PK_* variables of the host's environment are passed on. It exits
 // with the module's exit code.
@@ -18,7 +19,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,8 +29,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/sock"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -97,15 +95,6 @@ func run(ctx context.Context, o options) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	host, portStr, err := net.SplitHostPort(o.listen)
-	if err != nil {
-		return 2, fmt.Errorf("-listen %q: %w", o.listen, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return 2, fmt.Errorf("-listen %q: bad port", o.listen)
-	}
-
 	rc := wazero.NewRuntimeConfig()
 	if o.cache != "" {
 		// Compiling the module to machine code takes seconds; the cache
@@ -117,18 +106,9 @@ func run(ctx context.Context, o options) (int, error) {
 		defer cache.Close(ctx)
 		rc = rc.WithCompilationCache(cache)
 	}
-	// The socket module is stopped from its poll_oneoff (sock.go), so it
-	// runs without WithCloseOnContextDone, whose exit checks in every loop
-	// and call were about a third of the module's time (issue 34). The
-	// plain module, whose wazero poll_oneoff sleeps whole timeouts, needs
-	// them to stop on a signal.
-	withSockets, err := importsSocketABI(bin)
-	if err != nil {
-		return 2, fmt.Errorf("%s: %w", o.wasm, err)
-	}
-	if !withSockets {
-		rc = rc.WithCloseOnContextDone(true)
-	}
+	// The module is stopped from its poll_oneoff (sock.go), so it runs
+	// without WithCloseOnContextDone, whose exit checks in every loop and
+	// call were about a third of the module's time (issue 34).
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	defer r.Close(context.Background())
 	compiled, err := r.CompileModule(ctx, bin)
@@ -145,37 +125,32 @@ func run(ctx context.Context, o options) (int, error) {
 		return 2, fmt.Errorf("%s: %w", o.wasm, err)
 	}
 	ctx = experimental.WithMemoryAllocator(ctx, mem)
-	// The socket module (make wasm-sock) imports the WasmEdge socket ABI:
-	// the host serves it and the listener from its own socket table
-	// (sock.go); the plain module gets wazero's WASI and listener.
+	// The host serves the listener and the client sockets from its own
+	// socket table (sock.go), for both modules: the plain one (make wasm)
+	// uses its fd_read, fd_write, sock_accept, poll_oneoff; the socket
+	// module (make wasm-sock) the WasmEdge socket ABI too. Under wazero's
+	// own WASI and listener (wazero's poll_oneoff reports a socket ready
+	// at once, and the exit checks its stop needs) the plain module took
+	// 81 µs of CPU per request, here 37 (issue 34).
 	var c calls
 	if os.Getenv("WASMHOST_COUNT") != "" {
 		c = calls{}
 		defer c.report(os.Stderr)
 	}
-	var socks *sockets
-	args := o.args
-	if withSockets {
-		if socks, err = newSockets(ctx, r, c); err != nil {
-			return 1, err
-		}
-		defer socks.close()
-		if err := socks.instantiate(ctx, r); err != nil {
-			return 1, err
-		}
-		fd, err := socks.listen(o.listen)
-		if err != nil {
-			return 2, err
-		}
-		// A --listen of the caller's own, later, wins (flag parsing).
-		args = append([]string{"--listen", "fd:" + strconv.Itoa(int(fd))}, args...)
-	} else if c != nil {
-		if err := instantiateCounted(ctx, r, c); err != nil {
-			return 1, err
-		}
-	} else {
-		wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	socks, err := newSockets(ctx, r, c)
+	if err != nil {
+		return 1, err
 	}
+	defer socks.close()
+	if err := socks.instantiate(ctx, r); err != nil {
+		return 1, err
+	}
+	fd, err := socks.listen(o.listen)
+	if err != nil {
+		return 2, fmt.Errorf("-listen %q: %w", o.listen, err)
+	}
+	// A --listen of the caller's own, later, wins (flag parsing).
+	args := append([]string{"--listen", "fd:" + strconv.Itoa(int(fd))}, o.args...)
 
 	mc := wazero.NewModuleConfig().
 		WithArgs(append([]string{"prepkey"}, args...)...).
@@ -189,11 +164,6 @@ func run(ctx context.Context, o options) (int, error) {
 	}
 	if o.dir != "" {
 		mc = mc.WithFSConfig(wazero.NewFSConfig().WithDirMount(o.dir, "/data"))
-	}
-	if socks == nil {
-		// The socket is opened when the module is instantiated, and
-		// preopened after the directories.
-		ctx = sock.WithConfig(ctx, sock.NewConfig().WithTCPListener(host, port))
 	}
 
 	_, err = r.InstantiateModule(ctx, compiled, mc)

@@ -1,9 +1,10 @@
 package main
 
-// The WasmEdge socket ABI on wazero, for the socket-capable module (make
-// wasm-sock): sock_open, sock_connect and sock_getaddrinfo, and the
-// functions of wasi_snapshot_preview1 that must reach the sockets these
-// open. wazero's file table is internal, so the host keeps its sockets in a
+// The host's sockets: the listener and the clients it accepts, for every
+// module, and the WasmEdge socket ABI on wazero for the socket-capable
+// module (make wasm-sock): sock_open, sock_connect and sock_getaddrinfo,
+// and the functions of wasi_snapshot_preview1 that must reach the sockets
+// these open. wazero's file table is internal, so the host keeps its sockets in a
 // table of its own and exports, under wasi_snapshot_preview1, functions
 // that serve a descriptor of that table themselves and hand every other
 // descriptor to wazero's own function (a later export of a name overrides
