@@ -26,7 +26,7 @@ func TestReadAfterShortRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sockets{fds: map[int32]*hostSock{}, next: sockBase, wake: wake}
+	s := &sockets{wake: wake}
 	defer s.close()
 	fd := s.add(pair[0], true)
 
@@ -99,4 +99,36 @@ func TestReadAfterShortRead(t *testing.T) {
 	if errno, got := read(); errno != errnoSuccess || got != "again" {
 		t.Fatalf("read after a poll: errno %d, %q", errno, got)
 	}
+}
+
+// TestSocketTable: descriptors are numbered from sockBase, a closed one is
+// no longer the host's (wazero's function would get it) and its number is
+// given to the next socket.
+func TestSocketTable(t *testing.T) {
+	var s sockets
+	open := func() int {
+		fd, err := unix.Eventfd(0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	a, b := s.add(open(), false), s.add(open(), true)
+	if a != sockBase || b != sockBase+1 {
+		t.Fatalf("descriptors %d, %d; want %d, %d", a, b, sockBase, sockBase+1)
+	}
+	if s.sock(a) == nil || !s.sock(b).nonblock || s.sock(sockBase+2) != nil || s.sock(3) != nil {
+		t.Fatal("the table does not hold what was added, or holds more")
+	}
+	if errno := s.fdClose(context.Background(), nil, []uint32{uint32(a)}); errno != errnoSuccess {
+		t.Fatalf("fd_close: errno %d", errno)
+	}
+	if s.sock(a) != nil {
+		t.Fatal("a closed descriptor is still the host's")
+	}
+	if c := s.add(open(), false); c != a {
+		t.Fatalf("the next socket is %d, want the closed %d", c, a)
+	}
+	s.wake = open()
+	s.close()
 }
