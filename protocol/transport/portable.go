@@ -55,6 +55,7 @@ func (l *portableLoops) Enroll(nc net.Conn, c Served) (Handle, error) {
 		if rc, err := sc.SyscallConn(); err == nil {
 			_ = rc.Control(func(f uintptr) { fd = int(f) })
 			p.raw = rc
+			p.writeOut = p.writeRaw
 		}
 	}
 	// The connection is set up before it is served, as gnet's OnOpen does.
@@ -102,6 +103,10 @@ type portableConn struct {
 	// raw writes to the socket without waiting (unlock); nil when the
 	// connection has no descriptor: the writer writes everything.
 	raw syscall.RawConn
+	// writeOut is p.writeRaw, bound once: a function made in each unlock
+	// (and the count it wrote) were two allocations per request.
+	writeOut func(fd uintptr) bool
+	wrote    int // what writeRaw wrote, under wmu
 }
 
 // closeWait bounds how long the replies written before a close (a protocol
@@ -172,12 +177,9 @@ func (p *portableConn) unlock() {
 	if p.writing == 0 && !p.closing && len(p.out) > 0 && p.raw != nil {
 		// The writer is idle and cannot start while wmu is held: the
 		// socket is this goroutine's for one write that does not wait.
-		var n int
-		_ = p.raw.Write(func(fd uintptr) bool {
-			n, _ = syscall.Write(int(fd), p.out)
-			return true // never wait here: the rest is the writer's
-		})
-		switch {
+		p.wrote = 0
+		_ = p.raw.Write(p.writeOut)
+		switch n := p.wrote; {
 		case n <= 0:
 		case n == len(p.out):
 			p.out = p.out[:0]
@@ -194,6 +196,13 @@ func (p *portableConn) unlock() {
 		p.wcond.Signal()
 	}
 	p.mu.Unlock()
+}
+
+// writeRaw writes out once, under wmu (unlock); it never waits: the rest
+// is the writer's.
+func (p *portableConn) writeRaw(fd uintptr) bool {
+	p.wrote, _ = syscall.Write(int(fd), p.out)
+	return true
 }
 
 // holding reports whether the connection is not to be read now: it has

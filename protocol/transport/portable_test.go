@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"runtime"
 	"strconv"
@@ -85,5 +86,51 @@ func TestPortableLaterOneGoroutine(t *testing.T) {
 		if ids[i] != ids[0] {
 			t.Fatalf("call %d ran on goroutine %d, call 0 on %d", i, ids[i], ids[0])
 		}
+	}
+}
+
+// TestPortableTurnWritesWithoutAllocating: a turn that writes a reply and
+// ends, writing it to the socket itself (unlock), allocates nothing: it
+// runs once per request (issue 34).
+func TestPortableTurnWritesWithoutAllocating(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := StartPortable(func() bool { return false })
+	q := quietServed{make(chan struct{})}
+	h, err := l.Enroll(server, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { <-q.closed }()
+	defer l.Stop()
+	p := h.(*portableConn)
+	reply := []byte("+OK\r\n")
+	const runs = 100
+	allocs := testing.AllocsPerRun(runs, func() {
+		p.lock()
+		_, _ = p.Write(reply)
+		p.unlock()
+	})
+	if allocs != 0 {
+		t.Errorf("a turn that writes a reply allocates %.1f times", allocs)
+	}
+	// The replies reached the client, in full (AllocsPerRun runs once
+	// more to warm up).
+	want := bytes.Repeat(reply, runs+1)
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(client, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the client read %q, %v", got, err)
 	}
 }
