@@ -85,6 +85,9 @@ else
 	wait_ping "$b_port" >/dev/null
 	b_start="$(($(now_ms) - t0)) ms with the compilation cache, $cold ms without"
 fi
+# The machine's load: the ratios mean little on a busy machine (docs/wasm.md).
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "load average at the start: $(load)"
 echo "start-up: native $a_start ms; $b_name $b_start"
 echo "RSS at rest: native $(rss_mib "$a_pid") MiB; $b_name $(rss_mib "$b_pid") MiB"
 sleep 1
@@ -110,3 +113,4 @@ for p in $PIPELINES; do
 	echo "pipeline $p: native $am req/s [$(sort -n "$work/a" | head -1)-$(sort -n "$work/a" | tail -1)]; $b_name $bm req/s [$(sort -n "$work/b" | head -1)-$(sort -n "$work/b" | tail -1)]; $b_name/native $(awk -v a="$am" -v b="$bm" 'BEGIN {printf "%.2f", b/a}')"
 done
 echo "RSS after the runs: native $(rss_mib "$a_pid") MiB; $b_name $(rss_mib "$b_pid") MiB"
+echo "load average at the end: $(load)"

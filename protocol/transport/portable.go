@@ -20,6 +20,18 @@ type portableLoops struct {
 
 	mu    sync.Mutex
 	conns map[*portableConn]struct{} // open, for Stop
+
+	// The functions handed to Later, in order, run by one goroutine
+	// (runLater) while there are any: see Later.
+	lmu     sync.Mutex
+	later   []laterCall
+	spare   []laterCall // later's previous array, reused
+	running bool
+}
+
+type laterCall struct {
+	p *portableConn
+	f func()
 }
 
 // StartPortable starts the portable transport; closing reports whether the
@@ -43,6 +55,7 @@ func (l *portableLoops) Enroll(nc net.Conn, c Served) (Handle, error) {
 		if rc, err := sc.SyscallConn(); err == nil {
 			_ = rc.Control(func(f uintptr) { fd = int(f) })
 			p.raw = rc
+			p.writeOut = p.writeRaw
 		}
 	}
 	// The connection is set up before it is served, as gnet's OnOpen does.
@@ -90,6 +103,10 @@ type portableConn struct {
 	// raw writes to the socket without waiting (unlock); nil when the
 	// connection has no descriptor: the writer writes everything.
 	raw syscall.RawConn
+	// writeOut is p.writeRaw, bound once: a function made in each unlock
+	// (and the count it wrote) were two allocations per request.
+	writeOut func(fd uintptr) bool
+	wrote    int // what writeRaw wrote, under wmu
 }
 
 // closeWait bounds how long the replies written before a close (a protocol
@@ -138,6 +155,11 @@ func (p *portableConn) read(closing bool) {
 // replies unlock writes out.
 func (p *portableConn) lock() {
 	p.mu.Lock()
+	p.turnLocked()
+}
+
+// turnLocked marks mu's holder as in a turn.
+func (p *portableConn) turnLocked() {
 	p.wmu.Lock()
 	p.turn = true
 	p.wmu.Unlock()
@@ -155,12 +177,9 @@ func (p *portableConn) unlock() {
 	if p.writing == 0 && !p.closing && len(p.out) > 0 && p.raw != nil {
 		// The writer is idle and cannot start while wmu is held: the
 		// socket is this goroutine's for one write that does not wait.
-		var n int
-		_ = p.raw.Write(func(fd uintptr) bool {
-			n, _ = syscall.Write(int(fd), p.out)
-			return true // never wait here: the rest is the writer's
-		})
-		switch {
+		p.wrote = 0
+		_ = p.raw.Write(p.writeOut)
+		switch n := p.wrote; {
 		case n <= 0:
 		case n == len(p.out):
 			p.out = p.out[:0]
@@ -177,6 +196,13 @@ func (p *portableConn) unlock() {
 		p.wcond.Signal()
 	}
 	p.mu.Unlock()
+}
+
+// writeRaw writes out once, under wmu (unlock); it never waits: the rest
+// is the writer's.
+func (p *portableConn) writeRaw(fd uintptr) bool {
+	p.wrote, _ = syscall.Write(int(fd), p.out)
+	return true
 }
 
 // holding reports whether the connection is not to be read now: it has
@@ -258,14 +284,65 @@ func (p *portableConn) Close() {
 	_ = p.Later(p.closeLocked)
 }
 
+// Later runs f under the connection's lock, after the current turn. The
+// calls of all the connections queue together, in order, and one goroutine
+// runs them while there are any: a batch of Redis replies resumes its 50
+// connections from one goroutine, where a goroutine started for each call
+// (created, scheduled, ended: each a trip through Go's scheduler and its
+// clock, on wasip1's one thread) cost more than the call (issue 34). That
+// goroutine does not wait for a connection in a turn (TryLock): such a
+// call gets a goroutine of its own, as every call did before, so a caller
+// that waits for f never waits behind another connection's turn.
 func (p *portableConn) Later(f func()) error {
-	go func() {
-		p.lock()
-		defer p.unlock()
-		f()
-		p.rcond.Broadcast()
-	}()
+	l := p.loops
+	l.lmu.Lock()
+	l.later = append(l.later, laterCall{p, f})
+	start := !l.running
+	l.running = true
+	l.lmu.Unlock()
+	if start {
+		go l.runLater()
+	}
 	return nil
+}
+
+// runLater runs the calls queued by Later until there are none.
+func (l *portableLoops) runLater() {
+	for {
+		l.lmu.Lock()
+		calls := l.later
+		if len(calls) == 0 {
+			l.running = false
+			l.lmu.Unlock()
+			return
+		}
+		l.later, l.spare = l.spare[:0], nil
+		l.lmu.Unlock()
+		for i, c := range calls {
+			if c.p.mu.TryLock() {
+				c.p.turnLocked()
+				c.p.run(c.f)
+			} else {
+				go func() {
+					c.p.lock()
+					c.p.run(c.f)
+				}()
+			}
+			calls[i] = laterCall{} // do not pin a closed connection
+		}
+		l.lmu.Lock()
+		if l.spare == nil && cap(calls) <= 1024 {
+			l.spare = calls[:0]
+		}
+		l.lmu.Unlock()
+	}
+}
+
+// run runs f in a turn taken with lock, and ends the turn.
+func (p *portableConn) run(f func()) {
+	defer p.unlock()
+	f()
+	p.rcond.Broadcast()
 }
 
 // Close closes the connection, as its loop (it is its own).

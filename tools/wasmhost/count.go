@@ -90,16 +90,3 @@ func exportCounted(b wazero.HostModuleBuilder, funcs map[string]api.GoModuleFunc
 			WithParameterNames(def.ParamNames()...).Export(name)
 	}
 }
-
-// instantiateCounted instantiates wazero's wasi_snapshot_preview1 with
-// every function counted (the plain module, WASMHOST_COUNT set).
-func instantiateCounted(ctx context.Context, r wazero.Runtime, c calls) error {
-	funcs, defs, err := wazeroWASI(ctx, r)
-	if err != nil {
-		return err
-	}
-	b := r.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
-	exportCounted(b, funcs, defs, nil, c)
-	_, err = b.Instantiate(ctx)
-	return err
-}

@@ -3,10 +3,11 @@
 // is also the example of embedding prepkey as a plugin in a Go program: run
 // is all it takes (docs/wasm.md).
 //
-//	wasmhost [-wasm prepkey.wasm] [-listen 127.0.0.1:6380] [-dir DIR] [-cache DIR] [--] [prepkey flags...]
+//	wasmhost [-wasm prepkey.wasm] [-listen 127.0.0.1:6380] [-dir DIR] [-cache DIR] [-max-memory MiB] [--] [prepkey flags...]
 //
-// The host opens the listening socket and preopens it for the module, which
-// serves on it (prepkey's default --listen on wasip1, fd:auto); the flags
+// The host opens the listening socket and serves it, and the connections
+// it accepts, from its own socket table (sock.go), passing the module
+// --listen fd:N; the flags
 // after the host's own are prepkey's (e.g. --backend memory: --requirepass
 // pw), and PK_* variables of the host's environment are passed on. It exits
 // with the module's exit code.
@@ -18,7 +19,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,8 +28,7 @@ import (
 	"syscall"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/experimental/sock"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -39,6 +38,8 @@ type options struct {
 	listen string
 	dir    string // preopened as /data when set
 	cache  string // wazero's compilation cache; "" for none
+	// maxMemory bounds the module's memory, in MiB (0: wasm32's 4 GiB).
+	maxMemory uint64
 	// compileOnly compiles the module into the cache and exits: a host
 	// image or a test warms the cache once.
 	compileOnly bool
@@ -52,6 +53,7 @@ func main() {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:6380", "host:port the host listens on and preopens for the module")
 	fs.StringVar(&o.dir, "dir", "", "a host directory to preopen for the module as /data")
 	fs.StringVar(&o.cache, "cache", defaultCache(), "directory of wazero's compilation cache (\"\": compile at every start)")
+	fs.Uint64Var(&o.maxMemory, "max-memory", 0, "the most memory the module may grow to, in MiB (0: 4096, all a wasm32 module can address)")
 	fs.BoolVar(&o.compileOnly, "compile", false, "compile the module into the cache and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: wasmhost [flags] [--] [prepkey flags...]\n\nRuns prepkey.wasm under wazero.\n\nFlags:\n")
@@ -93,15 +95,6 @@ func run(ctx context.Context, o options) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	host, portStr, err := net.SplitHostPort(o.listen)
-	if err != nil {
-		return 2, fmt.Errorf("-listen %q: %w", o.listen, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return 2, fmt.Errorf("-listen %q: bad port", o.listen)
-	}
-
 	rc := wazero.NewRuntimeConfig()
 	if o.cache != "" {
 		// Compiling the module to machine code takes seconds; the cache
@@ -113,55 +106,51 @@ func run(ctx context.Context, o options) (int, error) {
 		defer cache.Close(ctx)
 		rc = rc.WithCompilationCache(cache)
 	}
-	// The socket module is stopped from its poll_oneoff (sock.go), so it
-	// runs without WithCloseOnContextDone, whose exit checks in every loop
-	// and call were about a third of the module's time (issue 34). The
-	// plain module, whose wazero poll_oneoff sleeps whole timeouts, needs
-	// them to stop on a signal.
-	withSockets, err := importsSocketABI(bin)
-	if err != nil {
-		return 2, fmt.Errorf("%s: %w", o.wasm, err)
-	}
-	if !withSockets {
-		rc = rc.WithCloseOnContextDone(true)
-	}
+	// The module is stopped from its poll_oneoff (sock.go), so it runs
+	// without WithCloseOnContextDone, whose exit checks in every loop and
+	// call were about a third of the module's time (issue 34).
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	defer r.Close(context.Background())
 	compiled, err := r.CompileModule(ctx, bin)
 	if err != nil || o.compileOnly {
 		return 2 * btoi(err != nil), err
 	}
-	// The socket module (make wasm-sock) imports the WasmEdge socket ABI:
-	// the host serves it and the listener from its own socket table
-	// (sock.go); the plain module gets wazero's WASI and listener.
+	// The module's memory is reserved once and never copied (memory.go).
+	mem, err := reserveMemory(o.maxMemory << 20)
+	if err != nil {
+		return 1, err
+	}
+	defer mem.Free()
+	if err := mem.check(compiled); err != nil {
+		return 2, fmt.Errorf("%s: %w", o.wasm, err)
+	}
+	ctx = experimental.WithMemoryAllocator(ctx, mem)
+	// The host serves the listener and the client sockets from its own
+	// socket table (sock.go), for both modules: the plain one (make wasm)
+	// uses its fd_read, fd_write, sock_accept, poll_oneoff; the socket
+	// module (make wasm-sock) the WasmEdge socket ABI too. Under wazero's
+	// own WASI and listener (wazero's poll_oneoff reports a socket ready
+	// at once, and the exit checks its stop needs) the plain module took
+	// 81 µs of CPU per request, here 37 (issue 34).
 	var c calls
 	if os.Getenv("WASMHOST_COUNT") != "" {
 		c = calls{}
 		defer c.report(os.Stderr)
 	}
-	var socks *sockets
-	args := o.args
-	if withSockets {
-		if socks, err = newSockets(ctx, r, c); err != nil {
-			return 1, err
-		}
-		defer socks.close()
-		if err := socks.instantiate(ctx, r); err != nil {
-			return 1, err
-		}
-		fd, err := socks.listen(o.listen)
-		if err != nil {
-			return 2, err
-		}
-		// A --listen of the caller's own, later, wins (flag parsing).
-		args = append([]string{"--listen", "fd:" + strconv.Itoa(int(fd))}, args...)
-	} else if c != nil {
-		if err := instantiateCounted(ctx, r, c); err != nil {
-			return 1, err
-		}
-	} else {
-		wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	socks, err := newSockets(ctx, r, c)
+	if err != nil {
+		return 1, err
 	}
+	defer socks.close()
+	if err := socks.instantiate(ctx, r); err != nil {
+		return 1, err
+	}
+	fd, err := socks.listen(o.listen)
+	if err != nil {
+		return 2, fmt.Errorf("-listen %q: %w", o.listen, err)
+	}
+	// A --listen of the caller's own, later, wins (flag parsing).
+	args := append([]string{"--listen", "fd:" + strconv.Itoa(int(fd))}, o.args...)
 
 	mc := wazero.NewModuleConfig().
 		WithArgs(append([]string{"prepkey"}, args...)...).
@@ -175,11 +164,6 @@ func run(ctx context.Context, o options) (int, error) {
 	}
 	if o.dir != "" {
 		mc = mc.WithFSConfig(wazero.NewFSConfig().WithDirMount(o.dir, "/data"))
-	}
-	if socks == nil {
-		// The socket is opened when the module is instantiated, and
-		// preopened after the directories.
-		ctx = sock.WithConfig(ctx, sock.NewConfig().WithTCPListener(host, port))
 	}
 
 	_, err = r.InstantiateModule(ctx, compiled, mc)

@@ -1,9 +1,10 @@
 package main
 
-// The WasmEdge socket ABI on wazero, for the socket-capable module (make
-// wasm-sock): sock_open, sock_connect and sock_getaddrinfo, and the
-// functions of wasi_snapshot_preview1 that must reach the sockets these
-// open. wazero's file table is internal, so the host keeps its sockets in a
+// The host's sockets: the listener and the clients it accepts, for every
+// module, and the WasmEdge socket ABI on wazero for the socket-capable
+// module (make wasm-sock): sock_open, sock_connect and sock_getaddrinfo,
+// and the functions of wasi_snapshot_preview1 that must reach the sockets
+// these open. wazero's file table is internal, so the host keeps its sockets in a
 // table of its own and exports, under wasi_snapshot_preview1, functions
 // that serve a descriptor of that table themselves and hand every other
 // descriptor to wazero's own function (a later export of a name overrides
@@ -72,6 +73,10 @@ type hostSock struct {
 	// nonblock is the module's view (fd_fdstat_set_flags): a blocking
 	// read, write, accept waits in ppoll.
 	nonblock bool
+	// drained: the last read took less than it asked for, so the socket
+	// was empty then. The module's next read of a non-blocking socket is
+	// answered EAGAIN without a read(2) (see fdRead), once.
+	drained bool
 }
 
 // sockets is the host's socket table and wazero's functions it overrides.
@@ -80,18 +85,23 @@ type sockets struct {
 	defs map[string]api.FunctionDefinition
 	// calls counts the module's calls (WASMHOST_COUNT); nil: no counting.
 	calls calls
-	fds   map[int32]*hostSock
-	next  int32
+	// socks[n] is the module's descriptor sockBase+n, nil when closed;
+	// free lists the closed numbers, reused (as a kernel reuses
+	// descriptors). A slice, not a map: it is looked up at every call (a
+	// map was 1 % of the host's CPU at pipeline 1).
+	socks []*hostSock
+	free  []int32
 	wake  int // eventfd written when the host stops
 	// mod is the module calling, to close when the host stops.
 	mod api.Module
 	// Reused by every call (the module calls one function at a time): a
 	// request's calls allocate nothing.
-	args  [8]uint32
-	iov   [][]byte
-	pfds  []unix.PollFd
-	which []int
-	ev    [eventSize]byte
+	args   [8]uint32
+	iov    [][]byte
+	pfds   []unix.PollFd
+	which  []int
+	polled []*hostSock // which's sockets
+	ev     [eventSize]byte
 }
 
 // overridden are wazero's functions the host exports its own of.
@@ -108,7 +118,7 @@ func newSockets(ctx context.Context, r wazero.Runtime, c calls) (*sockets, error
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	s := &sockets{orig: orig, defs: defs, calls: c, fds: map[int32]*hostSock{}, next: sockBase, wake: wake}
+	s := &sockets{orig: orig, defs: defs, calls: c, wake: wake}
 	for name := range overridden {
 		if s.orig[name] == nil {
 			return nil, fmt.Errorf("wazero exports no %s to delegate to", name)
@@ -121,17 +131,32 @@ func newSockets(ctx context.Context, r wazero.Runtime, c calls) (*sockets, error
 
 // close closes every socket left open and the eventfd.
 func (s *sockets) close() {
-	for _, hs := range s.fds {
-		_ = unix.Close(hs.fd)
+	for _, hs := range s.socks {
+		if hs != nil {
+			_ = unix.Close(hs.fd)
+		}
 	}
 	_ = unix.Close(s.wake)
 }
 
 func (s *sockets) add(fd int, nonblock bool) int32 {
-	n := s.next
-	s.next++
-	s.fds[n] = &hostSock{fd: fd, nonblock: nonblock}
-	return n
+	hs := &hostSock{fd: fd, nonblock: nonblock}
+	if k := len(s.free); k > 0 {
+		i := s.free[k-1]
+		s.free = s.free[:k-1]
+		s.socks[i] = hs
+		return sockBase + i
+	}
+	s.socks = append(s.socks, hs)
+	return sockBase + int32(len(s.socks)-1)
+}
+
+// sock is the module's descriptor fd: nil if it is not the host's.
+func (s *sockets) sock(fd int32) *hostSock {
+	if i := fd - sockBase; i >= 0 && int(i) < len(s.socks) {
+		return s.socks[i]
+	}
+	return nil
 }
 
 // listen opens the listening socket the module serves on and returns its
@@ -180,7 +205,7 @@ func (s *sockets) instantiate(ctx context.Context, r wazero.Runtime) error {
 				p[i] = uint32(stack[i])
 			}
 			// A descriptor not in the table is wazero's.
-			if orig != nil && name != "poll_oneoff" && s.fds[int32(p[0])] == nil {
+			if orig != nil && name != "poll_oneoff" && s.sock(int32(p[0])) == nil {
 				orig.Call(ctx, mod, stack)
 				return
 			}
@@ -275,7 +300,7 @@ func iovecs(bufs [][]byte, mem api.Memory, iovs, n uint32) ([][]byte, bool) {
 }
 
 func (s *sockets) rw(mod api.Module, p []uint32, events int16, op func(int, [][]byte) (int, error)) uint32 {
-	hs := s.fds[int32(p[0])]
+	hs := s.sock(int32(p[0]))
 	bufs, ok := iovecs(s.iov, mod.Memory(), p[1], p[2])
 	if !ok {
 		return errnoFault
@@ -298,6 +323,13 @@ func (s *sockets) rw(mod api.Module, p []uint32, events int16, op func(int, [][]
 		if err != nil {
 			return errno(err)
 		}
+		if events == unix.POLLIN {
+			asked := 0
+			for _, b := range bufs {
+				asked += len(b)
+			}
+			hs.drained = n > 0 && n < asked
+		}
 		if !mod.Memory().WriteUint32Le(p[3], uint32(n)) {
 			return errnoFault
 		}
@@ -307,7 +339,19 @@ func (s *sockets) rw(mod api.Module, p []uint32, events int16, op func(int, [][]
 
 // fdRead and fdWrite make one read(2) or write(2) of a single buffer (Go's
 // runtime passes one), readv(2) or writev(2) of more.
+//
+// Go reads a socket until it answers EAGAIN, and only then waits for it in
+// poll_oneoff: at pipeline 1 every request's read was followed by a second
+// read(2) that found nothing (the client waits for the reply). A read that
+// took less than it asked for emptied the socket, so the next one is
+// answered EAGAIN here without the system call: Go then polls, and ppoll
+// finds at once whatever arrived meanwhile. 3-4 µs of the module's CPU per
+// request of 34-45 (docs/wasm.md, issue 34).
 func (s *sockets) fdRead(_ context.Context, mod api.Module, p []uint32) uint32 {
+	if hs := s.sock(int32(p[0])); hs.nonblock && hs.drained {
+		hs.drained = false
+		return errnoAgain
+	}
 	return s.rw(mod, p, unix.POLLIN, func(fd int, bufs [][]byte) (int, error) {
 		if len(bufs) == 1 {
 			return unix.Read(fd, bufs[0])
@@ -327,8 +371,9 @@ func (s *sockets) fdWrite(_ context.Context, mod api.Module, p []uint32) uint32 
 
 func (s *sockets) fdClose(_ context.Context, _ api.Module, p []uint32) uint32 {
 	fd := int32(p[0])
-	err := unix.Close(s.fds[fd].fd)
-	delete(s.fds, fd)
+	err := unix.Close(s.sock(fd).fd)
+	s.socks[fd-sockBase] = nil
+	s.free = append(s.free, fd-sockBase)
 	if err != nil {
 		return errno(err)
 	}
@@ -340,7 +385,7 @@ func (s *sockets) fdClose(_ context.Context, _ api.Module, p []uint32) uint32 {
 func (s *sockets) fdFdstatGet(_ context.Context, mod api.Module, p []uint32) uint32 {
 	var st [24]byte
 	st[0] = filetypeSockStrm
-	if s.fds[int32(p[0])].nonblock {
+	if s.sock(int32(p[0])).nonblock {
 		binary.LittleEndian.PutUint16(st[2:], fdflagNonblock)
 	}
 	binary.LittleEndian.PutUint64(st[8:], ^uint64(0))
@@ -355,7 +400,7 @@ func (s *sockets) fdFdstatSetFlags(_ context.Context, _ api.Module, p []uint32) 
 	if p[1]&^fdflagNonblock != 0 {
 		return errnoInval
 	}
-	s.fds[int32(p[0])].nonblock = p[1]&fdflagNonblock != 0
+	s.sock(int32(p[0])).nonblock = p[1]&fdflagNonblock != 0
 	return errnoSuccess
 }
 
@@ -369,7 +414,7 @@ func (s *sockets) fdFilestatGet(_ context.Context, mod api.Module, p []uint32) u
 }
 
 func (s *sockets) sockAccept(_ context.Context, mod api.Module, p []uint32) uint32 {
-	hs := s.fds[int32(p[0])]
+	hs := s.sock(int32(p[0]))
 	for {
 		nfd, _, err := unix.Accept4(hs.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
@@ -398,7 +443,7 @@ func (s *sockets) sockShutdown(_ context.Context, _ api.Module, p []uint32) uint
 	if !ok {
 		return errnoInval
 	}
-	if err := unix.Shutdown(s.fds[int32(p[0])].fd, h); err != nil {
+	if err := unix.Shutdown(s.sock(int32(p[0])).fd, h); err != nil {
 		return errno(err)
 	}
 	return errnoSuccess
@@ -432,7 +477,7 @@ func (s *sockets) sockOpen(_ context.Context, mod api.Module, p []uint32) uint32
 // waits with it: prepkey's dialer connects blocking, as a connect to a
 // reachable server is quick and one that is refused returns at once).
 func (s *sockets) sockConnect(_ context.Context, mod api.Module, p []uint32) uint32 {
-	hs := s.fds[int32(p[0])]
+	hs := s.sock(int32(p[0]))
 	mem := mod.Memory()
 	off, ok1 := mem.ReadUint32Le(p[1])
 	l, ok2 := mem.ReadUint32Le(p[1] + 4)
@@ -555,7 +600,7 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 	}
 	timeout := int64(-1)
 	clock := -1
-	pfds, which := s.pfds[:0], s.which[:0]
+	pfds, which, polled := s.pfds[:0], s.which[:0], s.polled[:0]
 	for i := range int(nsubs) {
 		sub := subs[i*subscriptionSize : (i+1)*subscriptionSize]
 		switch sub[8] {
@@ -567,7 +612,7 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 				timeout, clock = t, i
 			}
 		case subscriptionRead, subscriptionWrite:
-			hs := s.fds[int32(binary.LittleEndian.Uint32(sub[16:]))]
+			hs := s.sock(int32(binary.LittleEndian.Uint32(sub[16:])))
 			if hs == nil {
 				return s.delegatePoll(ctx, mod, p)
 			}
@@ -577,12 +622,13 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 			}
 			pfds = append(pfds, unix.PollFd{Fd: int32(hs.fd), Events: ev})
 			which = append(which, i)
+			polled = append(polled, hs)
 		default:
 			return errnoInval
 		}
 	}
 	pfds = append(pfds, unix.PollFd{Fd: int32(s.wake), Events: unix.POLLIN})
-	s.pfds, s.which = pfds, which
+	s.pfds, s.which, s.polled = pfds, which, polled
 	var ts *unix.Timespec
 	if timeout >= 0 {
 		t := unix.NsecToTimespec(timeout)
@@ -617,6 +663,9 @@ func (s *sockets) pollOneoff(ctx context.Context, mod api.Module, p []uint32) ui
 			var flags uint16
 			if pfd.Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
 				flags = eventFdReadwrite
+			}
+			if pfd.Revents&unix.POLLIN != 0 {
+				polled[j].drained = false // read it
 			}
 			i := which[j]
 			if !put(subs[i*subscriptionSize:(i+1)*subscriptionSize], flags) {
