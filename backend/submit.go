@@ -123,7 +123,7 @@ type Submitter interface {
 //   - A store that declares OnLoop is not watched by the submitter either:
 //     what it writes on a loop's own connection is bounded by that
 //     connection's watch (its silence fails every submission on it), and
-//     it arms Watch itself, before Submit returns, on a submission it
+//     it arms Watch itself, before it hands it on, on a submission it
 //     takes elsewhere (the Redis client: no loop, the connection down, a
 //     scan or a NOSCRIPT re-run). A timer per submission on the loop's
 //     path cost a standalone Redis 7-13 % more instructions per request at
