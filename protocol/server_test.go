@@ -112,6 +112,9 @@ func (h *echoHandler) Submit(s *backend.Submission) {
 		s.Finish(backend.AtOnce)
 		return
 	}
+	if h.onLoop {
+		s.Watch() // an OnLoop store watches its own submissions
+	}
 	go func() {
 		h.run(s)
 		if h.onLoop && s.Loop != nil && s.Loop.Later(func() { s.Finish(backend.OnLoop) }) == nil {

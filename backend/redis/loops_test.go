@@ -68,10 +68,17 @@ type loopStore struct {
 	hows [backend.Dropped + 1]atomic.Int64
 }
 
+// loopTimeout is the loop connections' deadline in these tests: the
+// suite's deadline row holds Redis past it (an OnLoop store's submissions
+// on the loop's connection are bounded by that connection's watch, not by
+// a timer of their own), so it is short; two seconds of Redis's silence is
+// still far beyond a loaded CI machine's stalls.
+const loopTimeout = 2 * time.Second
+
 func newLoopStore(t *testing.T, s *Store) *loopStore {
 	t.Helper()
 	require.NotNil(t, s.Wire())
-	loops := loopconn.NewLoops(s.Wire(), loopconn.Options{Timeout: 5 * time.Second})
+	loops := loopconn.NewLoops(s.Wire(), loopconn.Options{Timeout: loopTimeout})
 	s.UseLoopConns(loops)
 	ls := &loopStore{Store: s, loop: startLoop(t), loops: loops}
 	require.Equal(t, backend.OnLoop, s.Info().Completes)

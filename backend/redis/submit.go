@@ -49,6 +49,12 @@ func (s *Store) Submit(sub *backend.Submission) {
 	if s.loops != nil && sub.Loop != nil && backend.ArgBytes(sub.Ops, loopAt) < loopAt && s.loops.Submit(sub, s.againFn) {
 		return
 	}
+	if s.loops != nil {
+		// Declared OnLoop, the store arms the deadline of a submission it
+		// takes elsewhere itself (backend.Submission.Watch); one written
+		// on a loop's connection is bounded by that connection's watch.
+		sub.Watch()
+	}
 	go s.runSubmission(sub)
 }
 
@@ -63,6 +69,7 @@ func (s *Store) runSubmission(sub *backend.Submission) {
 // its scripts; the client loads them again). Each run of ops between the
 // scans is one pipeline. Then sub is finished Elsewhere.
 func (s *Store) again(sub *backend.Submission, again []int) {
+	sub.Watch() // off the loop's connection: the deadline of its own
 	go func() {
 		defer sub.Finish(backend.Elsewhere)
 		ctx, cancel := sub.Context()

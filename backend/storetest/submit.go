@@ -101,7 +101,7 @@ func (e *env) start(s *backend.Submission, l *testLoop) (<-chan submitted, *atom
 		}
 		out <- submitted{sub: got, how: how, inSubmit: !returned.Load(), onLoop: l != nil && l.on.Load(), ownLoop: l != nil && got.Loop == backend.Loop(l), dones: dones}
 	}
-	if e.h.Store.Info().Completes != backend.AtOnce {
+	if e.h.Store.Info().Completes == backend.Elsewhere { // AtOnce needs none; OnLoop watches its own
 		s.Watch()
 	}
 	e.h.Store.Submit(s)
@@ -400,6 +400,21 @@ func testSubmitDeadline(t *testing.T, newStore NewStore) {
 		t.Fatal("answered before the store reached the hold")
 	}
 	release()
+	if e.h.Store.Info().Completes == backend.OnLoop {
+		// An OnLoop store watches what it writes on a loop's own
+		// connection itself (Submission.Watch: the submitter arms no
+		// timer for it): the connection's watch, the same deadline
+		// counted as the store's silence, fails every submission on it
+		// and finishes them on the loop.
+		require.Equal(t, backend.OnLoop, got.how)
+		for i := range ops {
+			require.Error(t, got.sub.Res[i].Err, "op %d of a submission the store held past its deadline", i)
+		}
+		after := e.submit([]backend.Op{{Kind: backend.OpGet, NS: ns, Key: []byte("late-a")}}, backend.Pipelined)
+		require.NoError(t, after.sub.Res[0].Err)
+		require.Equal(t, int32(1), dones.Load(), "Done calls of the held submission")
+		return
+	}
 	require.Equal(t, backend.Late, got.how)
 	require.GreaterOrEqual(t, took, timeout, "answered Late before the deadline")
 	require.ErrorContains(t, got.sub.LateErr, "no answer within")

@@ -56,6 +56,7 @@ func (d *declared) Submit(s *backend.Submission) {
 		backend.RunSubmission(d.Store, s)
 		s.Finish(backend.AtOnce)
 	case backend.OnLoop:
+		s.Watch() // an OnLoop store watches its own submissions
 		go func() {
 			backend.RunSubmission(d.Store, s)
 			if s.Loop == nil || s.Loop.Later(func() { s.Finish(backend.OnLoop) }) != nil {
