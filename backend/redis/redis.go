@@ -90,6 +90,10 @@ type Store struct {
 	// without; againFn is s.again, made once.
 	loops   LoopConns
 	againFn func(*backend.Submission, []int)
+	// workers run the submissions taken through the client (Submit);
+	// closed once (Close).
+	workers      *backend.Workers
+	closeWorkers sync.Once
 
 	// fault, in tests only, injects failures into the steps of composed
 	// commands (backend.ComposeMove, backend.ComposeMPrepare).
@@ -161,6 +165,7 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		maxValue:    cfg.ReadBound(),
 		composed:    t.topology == Cluster,
 		log:         cfg.Logger,
+		workers:     backend.NewWorkers(maxWorkers),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -311,6 +316,7 @@ func (s *Store) Close() error {
 	if s.loops != nil {
 		s.loops.Close()
 	}
+	s.closeWorkers.Do(s.workers.Close)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true

@@ -28,6 +28,11 @@ func (s *Store) UseLoopConns(l LoopConns) {
 	s.againFn = s.again
 }
 
+// maxWorkers bounds the goroutines that live on to run the submissions
+// taken through the client (backend.Workers): a healthy Redis has one or
+// two at once per loop.
+const maxWorkers = 16
+
 // loopAt is the size of a submission's arguments from which it is not
 // written on the loop's connection: encoding megabytes and copying them
 // into the connection's output took the loop seconds (issue 23, N1),
@@ -55,7 +60,7 @@ func (s *Store) Submit(sub *backend.Submission) {
 		// on a loop's connection is bounded by that connection's watch.
 		sub.Watch()
 	}
-	go s.runSubmission(sub)
+	s.workers.Go(func() { s.runSubmission(sub) })
 }
 
 func (s *Store) runSubmission(sub *backend.Submission) {
@@ -70,7 +75,7 @@ func (s *Store) runSubmission(sub *backend.Submission) {
 // scans is one pipeline. Then sub is finished Elsewhere.
 func (s *Store) again(sub *backend.Submission, again []int) {
 	sub.Watch() // off the loop's connection: the deadline of its own
-	go func() {
+	s.workers.Go(func() {
 		defer sub.Finish(backend.Elsewhere)
 		ctx, cancel := sub.Context()
 		defer cancel()
@@ -97,5 +102,5 @@ func (s *Store) again(sub *backend.Submission, again []int) {
 			sub.Res[k] = backend.ScanOp(ctx, s, op)
 		}
 		flush()
-	}()
+	})
 }
