@@ -46,14 +46,15 @@ func runAs(t *testing.T, newStore storetest.NewStore, sc *schedtest.Schedule) {
 	})
 }
 
-func TestConformanceMemory(t *testing.T) {
-	run(t, func(t *testing.T, opts backend.Options) storetest.Harness {
-		clock := newClock()
-		opts.Now = clock.Now
-		s := memory.New(opts)
-		t.Cleanup(func() { _ = s.Close() })
-		return storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
-	})
+func TestConformanceMemory(t *testing.T) { run(t, memoryHarness) }
+
+// memoryHarness is a fresh memory store on the suite's clock.
+func memoryHarness(t *testing.T, opts backend.Options) storetest.Harness {
+	clock := newClock()
+	opts.Now = clock.Now
+	s := memory.New(opts)
+	t.Cleanup(func() { _ = s.Close() })
+	return storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
 }
 
 // TestConformanceMemorySchedules serves the memory store on each of the
@@ -62,13 +63,7 @@ func TestConformanceMemory(t *testing.T) {
 func TestConformanceMemorySchedules(t *testing.T) {
 	for _, sc := range schedtest.All {
 		t.Run(sc.Name, func(t *testing.T) {
-			runAs(t, func(t *testing.T, opts backend.Options) storetest.Harness {
-				clock := newClock()
-				opts.Now = clock.Now
-				s := memory.New(opts)
-				t.Cleanup(func() { _ = s.Close() })
-				return storetest.Harness{Store: s, Now: clock.Now, Advance: clock.Advance}
-			}, &sc.Schedule)
+			runAs(t, memoryHarness, &sc.Schedule)
 		})
 	}
 }
