@@ -84,6 +84,13 @@ type Info struct {
 	Joins bool
 }
 
+// Watched reports whether the submitter arms a submission's deadline
+// (Submission.Watch) before it submits to a store with this Info: only for
+// one that finishes Elsewhere. An AtOnce store needs none; an OnLoop store
+// bounds what it writes on a loop's own connection by that connection's
+// watch and arms Watch itself on what it hands elsewhere (docs/submit.md).
+func (i Info) Watched() bool { return i.Completes == Elsewhere }
+
 // Deadline is the one bound of a submission to a store with this Info:
 // Timeout, or backendTimeout (--backend-timeout) when the store leaves it
 // zero.

@@ -240,7 +240,7 @@ func (c *conn) runBlock(t tx) {
 		}
 		c.answerBlock(t, pk, replies, abort, ok)
 	}
-	if c.srv.info.Completes == backend.Elsewhere { // AtOnce needs none; OnLoop watches its own
+	if c.srv.info.Watched() {
 		s.Watch()
 	}
 	c.srv.handler.Submit(s)

@@ -101,7 +101,7 @@ func (e *env) start(s *backend.Submission, l *testLoop) (<-chan submitted, *atom
 		}
 		out <- submitted{sub: got, how: how, inSubmit: !returned.Load(), onLoop: l != nil && l.on.Load(), ownLoop: l != nil && got.Loop == backend.Loop(l), dones: dones}
 	}
-	if e.h.Store.Info().Completes == backend.Elsewhere { // AtOnce needs none; OnLoop watches its own
+	if e.h.Store.Info().Watched() {
 		s.Watch()
 	}
 	e.h.Store.Submit(s)

@@ -315,7 +315,7 @@ func (j *job) sendFrom(how backend.Completion) {
 	s.Ops, s.Res = ops[j.next:end], j.res[j.next:end]
 	j.next = end
 	j.sent = time.Now()
-	if cfg.Info.Completes == backend.Elsewhere { // AtOnce needs none; OnLoop watches its own
+	if cfg.Info.Watched() {
 		s.Watch()
 	}
 	cfg.Store.Submit(s)
