@@ -54,6 +54,16 @@ type Result struct {
 	Move  MoveResult
 }
 
+// Clear zeroes r field by field. On WebAssembly `*r = Result{}` is Go's
+// memory.fill of its 80 bytes, which wazero runs as seven calls of memmove
+// (a fill copies what it has filled so far, doubling): a store that reuses
+// the caller's results clears each this way (issue 34, docs/wasm.md).
+func (r *Result) Clear() {
+	r.Record.Value, r.Record.TTLAt, r.Record.Live = nil, 0, false
+	r.Err, r.Page = nil, nil
+	r.OK, r.Found, r.Move = false, false, 0
+}
+
 // OpMPrepare is PK.MPREPARE: Entries all reserved, or none, with Exp.
 // OpScan is one page of PK.SCAN: NS, Key (the store's position, nil at the
 // start) and Count. It is package commands' own: a store's Run never gets

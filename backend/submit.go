@@ -198,8 +198,8 @@ func ArgBytes(ops []Op, limit int) int {
 	for i := range ops {
 		op := &ops[i]
 		n += len(op.Key) + len(op.Value) + len(op.OldKey) + len(op.OldValue) + len(op.Cond.Value)
-		for _, e := range op.Entries {
-			n += len(e.Key) + len(e.Value)
+		for j := range op.Entries {
+			n += len(op.Entries[j].Key) + len(op.Entries[j].Value)
 		}
 		if n >= limit {
 			break

@@ -91,15 +91,19 @@ func (h *Handler) ParseBatch(cmds [][][]byte, replies []Reply) Parsed {
 			replies[i] = UnknownCommand(args)
 			continue
 		}
-		op, r, ok := h.parse(spec, args)
-		if !ok {
-			replies[i] = r
+		// The op is parsed in place, in Ops' next element (zero: Ops is
+		// new), not copied there (setOp).
+		k := len(c.Ops)
+		c.Ops = c.Ops[:k+1]
+		if r := h.parse(spec, args, &c.Ops[k]); r != nil {
+			c.Ops[k] = backend.Op{}
+			c.Ops = c.Ops[:k]
+			replies[i] = *r
 			continue
 		}
-		if op.Kind == backend.OpScan {
+		if c.Ops[k].Kind == backend.OpScan {
 			c.scans++
 		}
-		c.Ops = append(c.Ops, op)
 		c.specs = append(c.specs, spec)
 		c.at = append(c.at, i)
 	}
@@ -120,6 +124,6 @@ func (c Parsed) Answer(res []backend.Result, replies []Reply) {
 		if c.Ops[k].Kind == backend.OpScan {
 			c.h.sealScan(&c.Ops[k], &res[k])
 		}
-		replies[i] = finish(c.specs[k], res[k])
+		finish(c.specs[k], &res[k], &replies[i])
 	}
 }

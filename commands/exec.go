@@ -18,8 +18,11 @@ func (h *Handler) Check(args [][]byte) (r Reply, ok bool) {
 	if spec == nil {
 		return UnknownCommand(args), false
 	}
-	_, r, ok = h.parse(spec, args)
-	return r, ok
+	var op backend.Op
+	if r := h.parse(spec, args, &op); r != nil {
+		return *r, false
+	}
+	return Reply{}, true
 }
 
 // Exec runs the PK commands of a transaction block, each checked when it

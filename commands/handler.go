@@ -24,10 +24,11 @@ type Spec struct {
 	// the commands around it (a scan is several reads, not an op a Run
 	// takes).
 	alone bool
-	// parse turns arguments into one store call, or an error reply.
-	parse func(h *Handler, args [][]byte) (backend.Op, Reply, bool)
-	// reply turns the store's answer into the command's reply.
-	reply func(backend.Result) Reply
+	// parse turns arguments into one store call in *op, or returns the
+	// error reply. Pointers in and out, not values: see setOp.
+	parse func(h *Handler, args [][]byte, op *backend.Op) *Reply
+	// reply turns the store's answer into the command's reply, in *r.
+	reply func(res *backend.Result, r *Reply)
 }
 
 // specs is the one table that maps names to handlers.
@@ -50,6 +51,7 @@ type Handler struct {
 	limits Limits
 	now    func() time.Time
 	sec    secrets
+	names  namespaces
 	// argCheck is the store layout's own check of a command's store call
 	// (backend.Info.ArgCheck); nil when the layout takes what the contract
 	// allows.
@@ -79,69 +81,65 @@ func (h *Handler) Do(ctx context.Context, args [][]byte) (r Reply, ok bool) {
 		return Reply{}, false
 	}
 	var op backend.Op
-	if h.argCheck == nil && spec.arityOK(len(args)) {
-		op, r, ok = spec.parse(h, args) // parse, written out: see there
-	} else {
-		op, r, ok = h.parseChecked(spec, args)
+	if refused := h.parse(spec, args, &op); refused != nil {
+		return *refused, true
 	}
-	if !ok {
-		return r, true
-	}
-	return finish(spec, h.exec(ctx, op)), true
+	res := h.exec(ctx, op)
+	finish(spec, &res, &r)
+	return r, true
 }
 
 // finish turns a store result into spec's reply; a store failure is
 // -UNAVAILABLE, whatever the command, but a store's refusal of the
 // arguments (backend.Refusal) is that error.
-func finish(spec *Spec, res backend.Result) Reply {
+func finish(spec *Spec, res *backend.Result, r *Reply) {
 	if res.Err == nil {
-		return spec.reply(res)
+		spec.reply(res, r)
+		return
 	}
-	if e, ok := res.Err.(*replyError); ok {
-		return e.code.Reply()
-	}
-	if r, ok := errors.AsType[*backend.Refusal](res.Err); ok {
-		return refused(r)
-	}
-	return unavailable(res.Err)
+	*r = failed(res.Err)
 }
 
-// parse checks arity and parses args for spec.
-//
-// Do has it written out: through parse the op (208 bytes) and the reply
-// were copied once more on their way out, 200 of a PK.PREPARE's 7,200
-// instructions on memory: at pipeline 1 (callgrind; docs/benchmarks.md,
-// "One parse pass").
-func (h *Handler) parse(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
-	if h.argCheck == nil && spec.arityOK(len(args)) {
-		// Apart from the check in parseChecked: passing &op to it moves
-		// op to the heap on every call, checked or not, which was 440 of
-		// the 10,700 instructions of a PK.PREPARE on redis:// at pipeline
-		// 16 (callgrind; docs/benchmarks.md, "Instruction counts").
-		return spec.parse(h, args)
+// failed is the reply to a store error.
+func failed(err error) Reply {
+	if e, ok := err.(*replyError); ok {
+		return e.code.Reply()
 	}
-	return h.parseChecked(spec, args)
+	if r, ok := errors.AsType[*backend.Refusal](err); ok {
+		return refused(r)
+	}
+	return unavailable(err)
 }
+
+// parse checks arity and parses args for spec into *op, and has the
+// store's layout check the call (backend.Info.ArgCheck), if it has one; it
+// returns the reply refusing them, or nil. *op is the caller's: passed to
+// spec.parse, a function value, it escapes, so the callers on the path of
+// every command pass one that lives on the heap already (the connection's,
+// a batch's Ops).
+func (h *Handler) parse(spec *Spec, args [][]byte, op *backend.Op) *Reply {
+	if !spec.arityOK(len(args)) {
+		return refuse(wrongArgs(spec.Name))
+	}
+	if r := spec.parse(h, args, op); r != nil {
+		return r
+	}
+	if h.argCheck != nil {
+		if err := h.argCheck(op); err != nil {
+			return refuse(refused(err))
+		}
+	}
+	return nil
+}
+
+// refuse is r, as parse returns a refusal: on the heap, so that a command
+// that is answered pays nothing for the reply it did not get.
+func refuse(r Reply) *Reply { return &r }
 
 // arityOK reports whether n arguments (the name's included) are as many
 // as the command takes.
 func (spec *Spec) arityOK(n int) bool {
 	return (spec.Arity <= 0 || n == spec.Arity) && n >= -spec.Arity
-}
-
-// parseChecked is parse for arguments of the wrong number, or for a store
-// whose layout checks the store call (backend.Info.ArgCheck).
-func (h *Handler) parseChecked(spec *Spec, args [][]byte) (backend.Op, Reply, bool) {
-	if !spec.arityOK(len(args)) {
-		return backend.Op{}, wrongArgs(spec.Name), false
-	}
-	op, r, ok := spec.parse(h, args)
-	if ok {
-		if err := h.argCheck(&op); err != nil {
-			return backend.Op{}, refused(err), false
-		}
-	}
-	return op, r, ok
 }
 
 // exec makes one store call: a scan (backend.Store.Scan, scan.go) or one op
@@ -188,27 +186,15 @@ func asciiLowerEqual(b []byte, lower string) bool {
 
 func (h *Handler) nowMs() int64 { return h.now().UnixMilli() }
 
-// checkNames validates the namespace and every key argument, in that order,
-// so that a bad request is refused before the store sees it.
-func (h *Handler) checkNames(ns []byte, keys ...[]byte) (Reply, bool) {
+// checkName validates the namespace and the key, in that order, so that a
+// bad request is refused before the store sees it; nil when both are good.
+// (Not variadic: the keys' slice was a copy per key, a call of memmove on
+// WebAssembly: setOp.)
+func (h *Handler) checkName(ns, key []byte) *Reply {
 	if !validNamespace(ns) {
-		return ErrNamespace.Reply(), false
+		return refuse(ErrNamespace.Reply())
 	}
-	for _, k := range keys {
-		if r, ok := h.limits.checkKey(k); !ok {
-			return r, false
-		}
-	}
-	return Reply{}, true
-}
-
-func (h *Handler) checkValues(values ...[]byte) (Reply, bool) {
-	for _, v := range values {
-		if r, ok := h.limits.checkValue(v); !ok {
-			return r, false
-		}
-	}
-	return Reply{}, true
+	return h.limits.checkKey(key)
 }
 
 // unavailable reports a store failure. It is never a :0: the command may or

@@ -14,35 +14,38 @@ const maxMPrepareKeys = 64
 // syntax first (numkeys, what follows the triples), then each triple as
 // PK.PREPARE checks it (namespace, key, value), then duplicates, then the
 // expire time. One bad argument refuses the whole command.
-func (h *Handler) parseMPrepare(args [][]byte) (backend.Op, Reply, bool) {
+func (h *Handler) parseMPrepare(args [][]byte, op *backend.Op) *Reply {
 	n, ok := parseInt(args[1])
 	if !ok || n < 1 || n > maxMPrepareKeys || int64(len(args)-2) < 3*n {
-		return backend.Op{}, ErrSyntax.Reply(), false
+		return refuse(ErrSyntax.Reply())
 	}
 	end := 2 + 3*int(n)
-	o, ok := parseOptions(args[end:], optTTL)
+	opts := args[end:]
+	o, ok := parseOptions(opts, optTTL)
 	if !ok {
-		return backend.Op{}, ErrSyntax.Reply(), false
+		return refuse(ErrSyntax.Reply())
 	}
 	entries := make([]backend.Entry, n)
 	for i := range entries {
 		ns, key, value := args[2+3*i], args[3+3*i], args[4+3*i]
-		if r, ok := h.checkNames(ns, key); !ok {
-			return backend.Op{}, r, false
+		if r := h.checkName(ns, key); r != nil {
+			return r
 		}
-		if r, ok := h.checkValues(value); !ok {
-			return backend.Op{}, r, false
+		if r := h.limits.checkValue(value); r != nil {
+			return r
 		}
-		entries[i] = backend.Entry{NS: string(ns), Key: key, Value: value}
+		entries[i] = backend.Entry{NS: h.names.intern(ns), Key: key, Value: value}
 	}
 	if hasDuplicate(entries) {
-		return backend.Op{}, ErrDuplicateKey.Reply(), false
+		return refuse(ErrDuplicateKey.Reply())
 	}
-	exp, r, ok := o.expiry(h, "pk.mprepare")
-	if !ok {
-		return backend.Op{}, r, false
+	exp, r := o.expiry(h, opts, "pk.mprepare")
+	if r != nil {
+		return r
 	}
-	return backend.Op{Kind: backend.OpMPrepare, Entries: entries, Exp: exp}, Reply{}, true
+	h.setOp(op, backend.OpMPrepare, nil, nil, nil)
+	op.Entries, op.Exp = entries, exp
+	return nil
 }
 
 // hasDuplicate reports whether two entries name the same (namespace, key).

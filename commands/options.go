@@ -21,14 +21,15 @@ const (
 // 2^53) and MongoDB dates are int64 milliseconds.
 const maxTTLAt int64 = 253402300799999
 
-// options are the parsed optional arguments of a PK command.
+// options are the parsed optional arguments of a PK command: where each
+// option's argument is in the options' arguments (0 when the option is
+// absent: index 0 is always an option's word). Indexes, not the arguments'
+// slices, keep it at 16 bytes: returned by value, a larger struct is a
+// copy that WebAssembly runs as a call of memmove (setOp says why that
+// matters).
 type options struct {
-	ttlWord []byte // EX, PX, EXAT or PXAT as the client wrote it; nil if absent
-	ttlArg  []byte
-	keepTTL bool
-	ifeq    backend.Cond
-	from    []byte
-	hasFrom bool
+	ttl, ifeq, from int32 // the argument of EX/PX/EXAT/PXAT, IFEQ, FROM
+	keepTTL         bool
 }
 
 // parseOptions reads args as keyword options, each at most once. allowed is
@@ -64,28 +65,31 @@ func parseOptions(args [][]byte, allowed int) (options, bool) {
 			return o, false
 		}
 		i++
+		at := &o.ttl
 		switch bit {
-		case optTTL:
-			if o.ttlWord != nil {
-				return o, false
-			}
-			o.ttlWord, o.ttlArg = word, args[i]
 		case optIfEq:
-			if o.ifeq.Set {
-				return o, false
-			}
-			o.ifeq = backend.IfEq(args[i])
+			at = &o.ifeq
 		case optFrom:
-			if o.hasFrom {
-				return o, false
-			}
-			o.from, o.hasFrom = args[i], true
+			at = &o.from
 		}
+		if *at != 0 {
+			return o, false
+		}
+		*at = int32(i)
 	}
-	if o.keepTTL && o.ttlWord != nil {
+	if o.keepTTL && o.ttl != 0 {
 		return o, false
 	}
 	return o, true
+}
+
+// ifEq is the IFEQ condition among args (the options parsed into o), or
+// none.
+func (o options) ifEq(args [][]byte) backend.Cond {
+	if o.ifeq == 0 {
+		return backend.Cond{}
+	}
+	return backend.IfEq(args[o.ifeq])
 }
 
 func isTTLWord(w []byte) bool {
@@ -107,39 +111,40 @@ func isTTLWord(w []byte) bool {
 // The clock (h.nowMs) is read only for a TTL option, the one that needs it:
 // read for every command, it was one of three clock reads a PK.PREPARE
 // made on memory: at pipeline 1 (docs/benchmarks.md, "One parse pass").
-func (o options) expiry(h *Handler, cmd string) (backend.Expiry, Reply, bool) {
+func (o options) expiry(h *Handler, args [][]byte, cmd string) (backend.Expiry, *Reply) {
 	if o.keepTTL {
-		return backend.Expiry{Kind: backend.KeepTTL}, Reply{}, true
+		return backend.Expiry{Kind: backend.KeepTTL}, nil
 	}
-	if o.ttlWord == nil {
-		return backend.Expiry{}, Reply{}, true
+	if o.ttl == 0 {
+		return backend.Expiry{}, nil
 	}
-	n, ok := parseInt(o.ttlArg)
-	if !ok && numeral(o.ttlArg) && !overflows(o.ttlArg) {
-		return backend.Expiry{}, ErrNotInteger.Reply(), false
+	word, arg := args[o.ttl-1], args[o.ttl]
+	n, ok := parseInt(arg)
+	if !ok && numeral(arg) && !overflows(arg) {
+		return backend.Expiry{}, refuse(ErrNotInteger.Reply())
 	}
 	// The error is formatted only when it is the answer: on every PK.PREPARE
 	// with PX it was an fmt.Sprintf (0.3 % of the CPU at pipeline 1).
 	if !ok || n <= 0 {
-		return backend.Expiry{}, invalidExpire(cmd), false
+		return backend.Expiry{}, refuse(invalidExpire(cmd))
 	}
-	if o.ttlWord[0]|0x20 == 'e' { // EX, EXAT count seconds
+	if word[0]|0x20 == 'e' { // EX, EXAT count seconds
 		if n > math.MaxInt64/1000 {
-			return backend.Expiry{}, invalidExpire(cmd), false
+			return backend.Expiry{}, refuse(invalidExpire(cmd))
 		}
 		n *= 1000
 	}
 	nowMs := h.nowMs()
-	if len(o.ttlWord) == 2 { // EX, PX
+	if len(word) == 2 { // EX, PX
 		if n > maxTTLAt-nowMs {
-			return backend.Expiry{}, invalidExpire(cmd), false
+			return backend.Expiry{}, refuse(invalidExpire(cmd))
 		}
-		return backend.Expiry{Kind: backend.ExpireAfter, Millis: n}, Reply{}, true
+		return backend.Expiry{Kind: backend.ExpireAfter, Millis: n}, nil
 	}
 	if n <= nowMs || n > maxTTLAt {
-		return backend.Expiry{}, invalidExpire(cmd), false
+		return backend.Expiry{}, refuse(invalidExpire(cmd))
 	}
-	return backend.Expiry{Kind: backend.ExpireAt, Millis: n}, Reply{}, true
+	return backend.Expiry{Kind: backend.ExpireAt, Millis: n}, nil
 }
 
 func wrongArgs(name string) Reply { return ErrArity.Replyf(name) }

@@ -20,7 +20,7 @@ import (
 // one outside 1-1000 a syntax error. Then the namespace, then the cursor's
 // form; its authenticity needs the store's secret, so it is checked when
 // the scan runs (exec), still before the store reads a record.
-func (h *Handler) parseScan(args [][]byte) (backend.Op, Reply, bool) {
+func (h *Handler) parseScan(args [][]byte, op *backend.Op) *Reply {
 	var (
 		match    []byte
 		hasMatch bool
@@ -39,10 +39,10 @@ func (h *Handler) parseScan(args [][]byte) (backend.Op, Reply, bool) {
 			i++
 			n, ok := parseInt(opts[i])
 			if !ok {
-				return backend.Op{}, ErrNotInteger.Reply(), false
+				return refuse(ErrNotInteger.Reply())
 			}
 			if n < 1 || n > backend.MaxScanCount {
-				return backend.Op{}, ErrSyntax.Reply(), false
+				return refuse(ErrSyntax.Reply())
 			}
 			count, hasCount = n, true
 		case bytes.EqualFold(w, []byte("LIVE")) && only == 0:
@@ -50,20 +50,20 @@ func (h *Handler) parseScan(args [][]byte) (backend.Op, Reply, bool) {
 		case bytes.EqualFold(w, []byte("EXPIRED")) && only == 0:
 			only = 'e'
 		default:
-			return backend.Op{}, ErrSyntax.Reply(), false
+			return refuse(ErrSyntax.Reply())
 		}
 	}
 	ns, cursor := args[1], args[2]
 	if !validNamespace(ns) {
-		return backend.Op{}, ErrNamespace.Reply(), false
+		return refuse(ErrNamespace.Reply())
 	}
 	if hasMatch && len(match) > h.maxPatternBytes() {
-		return backend.Op{}, ErrPatternTooLarge.Replyf(h.maxPatternBytes()), false
+		return refuse(ErrPatternTooLarge.Replyf(h.maxPatternBytes()))
 	}
 	if string(cursor) == "0" {
 		cursor = nil
 	} else if _, ok := decodeCursor(cursor); !ok {
-		return backend.Op{}, ErrInvalidCursor.Reply(), false
+		return refuse(ErrInvalidCursor.Reply())
 	}
 	var g *glob
 	if hasMatch {
@@ -76,7 +76,9 @@ func (h *Handler) parseScan(args [][]byte) (backend.Op, Reply, bool) {
 			return (only == 0 || r.Live == (only == 'l')) && (g == nil || g.match(r.Key))
 		}
 	}
-	return backend.Op{Kind: backend.OpScan, NS: string(ns), Key: cursor, Count: int(count), Keep: keep}, Reply{}, true
+	h.setOp(op, backend.OpScan, ns, cursor, nil)
+	op.Count, op.Keep = int(count), keep
+	return nil
 }
 
 // maxPatternBytes bounds a MATCH pattern: the size of the longest key
@@ -221,9 +223,11 @@ func (h *Handler) scan(ctx context.Context, op backend.Op) backend.Result {
 //
 // A result with no page (a store outside the contract) is answered as an
 // empty page.
-func replyScan(res backend.Result) Reply {
+func replyScan(res *backend.Result, r *Reply) {
 	if res.Page == nil {
-		return Reply{Kind: ScanPage}
+		r.set(ScanPage, 0, nil)
+		return
 	}
-	return Reply{Kind: ScanPage, Bytes: res.Page.Next, Records: res.Page.Records}
+	r.set(ScanPage, 0, res.Page.Next)
+	r.Records = res.Page.Records
 }

@@ -26,45 +26,41 @@ func (h *Handler) Completes() (backend.Completion, bool) {
 // ParseOne parses one command into *op, for a submission of its own. ok
 // is false when args[0] names no PK command. Otherwise spec is the
 // command's, to answer its result with AnswerOne, or nil when validation
-// refused it: *refused is then its reply. op and refused are the caller's
-// (a connection's, reused), so that a command alone is parsed, submitted
-// and answered with no copy of its op or reply but into them.
+// refused it: refused is then its reply. op is the caller's (a
+// connection's, reused), as AnswerOne's reply is, so that a command alone
+// is parsed, submitted and answered with no copy of its op or reply but
+// into them.
 //
 // A scan's cursor is opened here with the store's secret, loaded on the
 // calling goroutine if it is not yet: the server calls ParseOne on its
 // loop only for a store that finishes at once (Info.Completes AtOnce),
 // whose Secret does not wait on I/O either.
-func (h *Handler) ParseOne(args [][]byte, op *backend.Op, refused *Reply) (spec *Spec, ok bool) {
+func (h *Handler) ParseOne(args [][]byte, op *backend.Op) (spec *Spec, refused *Reply, ok bool) {
 	spec = h.lookup(args[0])
 	if spec == nil {
-		return nil, false
+		return nil, nil, false
 	}
-	o, r, valid := h.parse(spec, args)
-	if !valid {
-		*refused = r
-		return nil, true
+	if r := h.parse(spec, args, op); r != nil {
+		return nil, r, true
 	}
-	*op = o
 	if op.Kind == backend.OpScan {
 		if err := h.LoadSecret(context.Background()); err != nil {
-			*refused = unavailable(err)
-			return nil, true
+			return nil, refuse(unavailable(err)), true
 		}
 		if !h.openScan(op) {
-			*refused = ErrInvalidCursor.Reply()
-			return nil, true
+			return nil, refuse(ErrInvalidCursor.Reply()), true
 		}
 	}
-	return spec, true
+	return spec, nil, true
 }
 
-// AnswerOne is the reply of op (parsed by ParseOne for spec) from its
-// result.
-func (h *Handler) AnswerOne(spec *Spec, op *backend.Op, res *backend.Result) Reply {
+// AnswerOne writes into *r the reply of op (parsed by ParseOne for spec)
+// from its result.
+func (h *Handler) AnswerOne(spec *Spec, op *backend.Op, res *backend.Result, r *Reply) {
 	if op.Kind == backend.OpScan {
 		h.sealScan(op, res)
 	}
-	return finish(spec, *res)
+	finish(spec, res, r)
 }
 
 // LoadSecret reads the store's secret for the scan cursors, once (it is

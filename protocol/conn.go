@@ -861,17 +861,18 @@ func (c *conn) answer(args [][]byte) {
 	if c.connCommand(args) {
 		return
 	}
-	c.out.Reply(commands.UnknownCommand(args))
+	r := commands.UnknownCommand(args)
+	c.out.Reply(&r)
 }
 
 // oneSub is a connection's submission of one PK command, answered on the
 // loop as it is read (a store that finishes at once: Scheduler.AtOnce),
 // made once and reused, so that a command costs no allocation.
 type oneSub struct {
-	s       backend.Submission
-	ops     [1]backend.Op
-	res     [1]backend.Result
-	refused commands.Reply // the reply of a command refused when parsed
+	s     backend.Submission
+	ops   [1]backend.Op
+	res   [1]backend.Result
+	reply commands.Reply // the last command's, reused (commands' setOp says why)
 	// atOnce is set by done inside Submit (AtOnce); otherwise done sets
 	// how, from wherever the store finished, and wakes the loop.
 	atOnce bool
@@ -911,12 +912,12 @@ func (o *oneSub) done(_ *backend.Submission, how backend.Completion) {
 func (c *conn) answerPK(args [][]byte) bool {
 	h := c.srv.handler
 	o := c.one
-	spec, ok := h.ParseOne(args, &o.ops[0], &o.refused)
+	spec, refused, ok := h.ParseOne(args, &o.ops[0])
 	if !ok {
 		return false
 	}
-	if spec == nil {
-		c.out.Reply(o.refused)
+	if refused != nil {
+		c.out.Reply(refused)
 		return true
 	}
 	o.atOnce = false
@@ -926,13 +927,15 @@ func (c *conn) answerPK(args [][]byte) bool {
 	}
 	if !o.atOnce && o.how == backend.Late {
 		// The store may still hold it: the connection makes a new one.
-		c.out.Reply(commands.Unavailable(o.s.LateErr))
+		r := commands.Unavailable(o.s.LateErr)
+		c.out.Reply(&r)
 		c.one = newOneSub(c.srv.deadline, c.loop)
 		return true
 	}
 	// The op and result stay until the next command: clearing them cost
 	// more than what they pin (the last one's arguments, in gnet's buffer,
 	// and a record's value).
-	c.out.Reply(h.AnswerOne(spec, &o.ops[0], &o.res[0]))
+	h.AnswerOne(spec, &o.ops[0], &o.res[0], &o.reply)
+	c.out.Reply(&o.reply)
 	return true
 }

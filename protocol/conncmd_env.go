@@ -41,7 +41,7 @@ func (c *conn) connCommand(args [][]byte) bool {
 	case !found:
 		return false
 	case refusal.Err != commands.NoError:
-		c.out.Reply(refusal)
+		c.out.Reply(&refusal)
 		return true
 	}
 	if cmd.OffLoop {

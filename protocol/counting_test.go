@@ -232,7 +232,8 @@ func TestOutcomeSince(t *testing.T) {
 
 	// A reply written by the commands (Reply.Err) counts by its code too.
 	at, errs = len(c.out.B), c.out.Errs
-	c.out.Reply(commands.ErrMismatch.Reply())
+	mismatch := commands.ErrMismatch.Reply()
+	c.out.Reply(&mismatch)
 	o, code = c.outcomeSince(at, errs)
 	require.Equal(t, stats.OutcomeMismatch, o)
 	require.Equal(t, commands.ErrMismatch, code)

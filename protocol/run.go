@@ -34,7 +34,7 @@ func (c *conn) Unpark() {
 func (c *conn) Answer(replies []commands.Reply, now time.Time, late bool) {
 	c.recordRun(replies, now)
 	for i := range c.runArgs {
-		c.out.Reply(replies[i])
+		c.out.Reply(&replies[i])
 	}
 	if late {
 		c.runRaw, c.runFlat, c.runArgs = nil, nil, nil

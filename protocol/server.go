@@ -52,10 +52,10 @@ type Handler interface {
 	// ParseOne parses one command into *op for a submission of one op,
 	// answered on the loop (a store that finishes at once); ok is false
 	// for a name it does not know; spec is nil when it refused the
-	// command, with *refused its reply.
-	ParseOne(args [][]byte, op *backend.Op, refused *commands.Reply) (spec *commands.Spec, ok bool)
-	// AnswerOne is the reply of such an op from its result.
-	AnswerOne(spec *commands.Spec, op *backend.Op, res *backend.Result) commands.Reply
+	// command, with refused its reply.
+	ParseOne(args [][]byte, op *backend.Op) (spec *commands.Spec, refused *commands.Reply, ok bool)
+	// AnswerOne writes into *r the reply of such an op from its result.
+	AnswerOne(spec *commands.Spec, op *backend.Op, res *backend.Result, r *commands.Reply)
 	// ParseBatch parses and validates PK commands into ops, answering the
 	// refused ones.
 	ParseBatch(cmds [][][]byte, replies []commands.Reply) commands.Parsed

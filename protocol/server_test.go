@@ -70,20 +70,19 @@ func (h *echoHandler) reply(op *backend.Op, res backend.Result) commands.Reply {
 	return h.answer([][]byte{nil, op.Key})
 }
 
-func (h *echoHandler) ParseOne(args [][]byte, op *backend.Op, refused *commands.Reply) (*commands.Spec, bool) {
+func (h *echoHandler) ParseOne(args [][]byte, op *backend.Op) (*commands.Spec, *commands.Reply, bool) {
 	if !h.IsPK(args[0]) {
-		return nil, false
+		return nil, nil, false
 	}
 	if r := h.answer(args); r.Kind == commands.Error {
-		*refused = r
-		return nil, true
+		return nil, &r, true
 	}
 	*op = backend.Op{Key: args[1]}
-	return &commands.Spec{}, true
+	return &commands.Spec{}, nil, true
 }
 
-func (h *echoHandler) AnswerOne(_ *commands.Spec, op *backend.Op, res *backend.Result) commands.Reply {
-	return h.reply(op, *res)
+func (h *echoHandler) AnswerOne(_ *commands.Spec, op *backend.Op, res *backend.Result, r *commands.Reply) {
+	*r = h.reply(op, *res)
 }
 
 // ParseBatch refuses what answer refuses; the others are ops.

@@ -167,7 +167,7 @@ func (s *Server) reserveTx(n int64) bool {
 // refuse answers a command refused while queued; EXEC will abort, so the
 // queue is dropped now.
 func (c *conn) refuse(r commands.Reply) {
-	c.out.Reply(r)
+	c.out.Reply(&r)
 	c.endTx()
 	c.tx.on, c.tx.refused = true, true
 }
@@ -179,7 +179,8 @@ func (c *conn) exec() {
 	t := c.tx
 	c.tx = tx{}
 	if t.refused {
-		c.out.Reply(commands.ExecAbortQueued())
+		r := commands.ExecAbortQueued()
+		c.out.Reply(&r)
 		return
 	}
 	c.goBusy(0)
@@ -253,13 +254,13 @@ func (c *conn) runBlock(t tx) {
 func (c *conn) answerBlock(t tx, pk [][][]byte, replies []commands.Reply, abort commands.Reply, ok bool) {
 	c.recordBlock(pk, replies, abort, ok)
 	if !ok {
-		c.out.Reply(abort)
+		c.out.Reply(&abort)
 	} else {
 		c.out.Array(len(t.cmds))
 		j := 0
 		for _, args := range t.cmds {
 			if c.srv.handler.IsPK(args[0]) {
-				c.out.Reply(replies[j])
+				c.out.Reply(&replies[j])
 				j++
 				continue
 			}

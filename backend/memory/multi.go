@@ -31,7 +31,7 @@ func (s *Store) mprepareAlone(entries []backend.Entry, exp backend.Expiry) bool 
 // (issue 23, N1: seconds, on a machine where fresh memory is slow). nil
 // when they are small: mprepare builds them under the locks, and a
 // refused MPREPARE builds none.
-func buildEntries(keys [][]byte, entries []backend.Entry) []*entry {
+func buildEntries(keys []mkey, entries []backend.Entry) []*entry {
 	n := 0
 	for _, e := range entries {
 		n += len(e.Value)
@@ -41,7 +41,7 @@ func buildEntries(keys [][]byte, entries []backend.Entry) []*entry {
 	}
 	built := make([]*entry, len(entries))
 	for i, e := range entries {
-		built[i] = newEntry(string(keys[i]), e.Value, backend.Forever)
+		built[i] = newEntry(string(keys[i].b), e.Value, backend.Forever)
 	}
 	return built
 }
@@ -51,12 +51,12 @@ func buildEntries(keys [][]byte, entries []backend.Entry) []*entry {
 const prebuildAt = 1 << 20
 
 // entryKeys returns the map keys of entries and their shards.
-func (s *Store) entryKeys(entries []backend.Entry) (keys [][]byte, idx []int) {
-	keys = make([][]byte, len(entries))
+func (s *Store) entryKeys(entries []backend.Entry) (keys []mkey, idx []int) {
+	keys = make([]mkey, len(entries))
 	idx = make([]int, len(entries))
 	for i, e := range entries {
-		keys[i] = mapKey(nil, e.NS, e.Key)
-		idx[i] = s.shardOf(keys[i])
+		keys[i] = s.key(mapKey(nil, e.NS, e.Key))
+		idx[i] = keys[i].shard()
 	}
 	return keys, idx
 }
@@ -65,7 +65,7 @@ func (s *Store) entryKeys(entries []backend.Entry) (keys [][]byte, idx []int) {
 //
 // built, when not nil, holds the entries' records, built beforehand
 // (buildEntries).
-func (s *Store) mprepare(keys [][]byte, idx []int, entries []backend.Entry, built []*entry, exp backend.Expiry, nowMs int64) bool {
+func (s *Store) mprepare(keys []mkey, idx []int, entries []backend.Entry, built []*entry, exp backend.Expiry, nowMs int64) bool {
 	found := make([]*entry, len(entries))
 	for i, k := range keys {
 		en := s.shards[idx[i]].lookup(k, nowMs, &s.opts)

@@ -69,8 +69,8 @@ type shard struct {
 
 // lookup returns the record of k, deleting it first if it has outlived its
 // retention, so that no call sees a record the sweep has not reached yet.
-func (sh *shard) lookup(k []byte, nowMs int64, opts *backend.Options) *entry {
-	en := sh.recs.get(hashKey(sh.seed, k), k)
+func (sh *shard) lookup(k mkey, nowMs int64, opts *backend.Options) *entry {
+	en := sh.recs.get(k.h, k.b)
 	if en != nil && opts.Gone(en.ttlAt, nowMs) {
 		sh.remove(en)
 		return nil
@@ -79,9 +79,9 @@ func (sh *shard) lookup(k []byte, nowMs int64, opts *backend.Options) *entry {
 }
 
 // put stores a fresh record for k (no record must be there).
-func (sh *shard) put(k, value []byte, ttlAt int64) {
-	en := newEntry(unsafe.String(unsafe.SliceData(k), len(k)), value, backend.Forever)
-	sh.recs.insert(hashKey(sh.seed, k), en)
+func (sh *shard) put(k mkey, value []byte, ttlAt int64) {
+	en := newEntry(unsafe.String(unsafe.SliceData(k.b), len(k.b)), value, backend.Forever)
+	sh.recs.insert(k.h, en)
 	sh.setTTL(en, ttlAt)
 }
 

@@ -83,14 +83,37 @@ func mapKey(buf []byte, ns string, key []byte) []byte {
 	return append(buf, key...)
 }
 
-func (s *Store) shardOf(k []byte) int {
-	return int(hashKey(s.seed, k) >> (64 - shardBits))
+// mapKeyLen is the length of mapKey(nil, ns, key).
+func mapKeyLen(ns string, key []byte) int {
+	n := len(ns)
+	for v := uint64(n); v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n + 1 + len(key)
 }
+
+// mkey is a map key and its hash, hashed once per op: the shard, the
+// lookup and the insert of a new record each hashed it, three hashes per
+// PK.PREPARE of a new key, 4 % of the WebAssembly module's CPU at
+// pipeline 16 (issue 34).
+type mkey struct {
+	b []byte
+	h uint64
+}
+
+// key is k's mkey.
+func (s *Store) key(k []byte) mkey { return mkey{k, hashKey(s.seed, k)} }
+
+// shard is the index of k's shard.
+func (k mkey) shard() int { return int(k.h >> (64 - shardBits)) }
+
+// shardOf is the index of map key k's shard.
+func (s *Store) shardOf(k []byte) int { return s.key(k).shard() }
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
 // prepare is PK.PREPARE with sh, the shard of k, held.
-func (s *Store) prepare(sh *shard, k, value []byte, exp backend.Expiry, nowMs int64) bool {
+func (s *Store) prepare(sh *shard, k mkey, value []byte, exp backend.Expiry, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
 	switch {
 	case en == nil:
@@ -103,19 +126,22 @@ func (s *Store) prepare(sh *shard, k, value []byte, exp backend.Expiry, nowMs in
 	return true
 }
 
-// get is PK.GET with sh, the shard of k, held.
-func (s *Store) get(sh *shard, k []byte, nowMs int64) (backend.Record, bool) {
+// get is PK.GET with sh, the shard of k, held, into r (zero): the record,
+// field by field (a Record returned by value was a copy, a call of memmove
+// on WebAssembly: backend.Result.Clear).
+func (s *Store) get(sh *shard, k mkey, nowMs int64, r *backend.Result) {
 	en := sh.lookup(k, nowMs, &s.opts)
 	if en == nil {
-		return backend.Record{}, false
+		return
 	}
 	// The value is replaced, never written in place, so handing it out
 	// without a copy is safe as long as the caller does not write to it.
-	return backend.Record{Value: en.value(), TTLAt: en.ttlAt, Live: backend.LiveAt(en.ttlAt, nowMs)}, true
+	r.Record.Value, r.Record.TTLAt, r.Record.Live = en.value(), en.ttlAt, backend.LiveAt(en.ttlAt, nowMs)
+	r.Found = true
 }
 
 // rollback is PK.ROLLBACK with sh, the shard of k, held.
-func (s *Store) rollback(sh *shard, k []byte, ifeq backend.Cond, nowMs int64) bool {
+func (s *Store) rollback(sh *shard, k mkey, ifeq backend.Cond, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
 	if en == nil || !ifeq.Holds(en.value()) {
 		return false
@@ -125,7 +151,7 @@ func (s *Store) rollback(sh *shard, k []byte, ifeq backend.Cond, nowMs int64) bo
 }
 
 // reprepare is PK.REPREPARE with sh, the shard of k, held.
-func (s *Store) reprepare(sh *shard, k, value []byte, ifeq backend.Cond, exp backend.Expiry, nowMs int64) bool {
+func (s *Store) reprepare(sh *shard, k mkey, value []byte, ifeq backend.Cond, exp backend.Expiry, nowMs int64) bool {
 	en := sh.lookup(k, nowMs, &s.opts)
 	if en == nil || !backend.LiveAt(en.ttlAt, nowMs) || !ifeq.Holds(en.value()) {
 		return false
@@ -137,7 +163,7 @@ func (s *Store) reprepare(sh *shard, k, value []byte, ifeq backend.Cond, exp bac
 // move is a key change (PK.REPREPARE … FROM) with nsh, the shard of nk,
 // and osh, that of okey, held. It is atomic: both keys' shards are locked,
 // in index order so that two moves cannot deadlock.
-func (s *Store) move(nsh *shard, nk, newValue []byte, osh *shard, okey, oldValue []byte, exp backend.Expiry, nowMs int64) backend.MoveResult {
+func (s *Store) move(nsh *shard, nk mkey, newValue []byte, osh *shard, okey mkey, oldValue []byte, exp backend.Expiry, nowMs int64) backend.MoveResult {
 	// As PREPARE newKey then ROLLBACK oldKey IFEQ: a taken newKey answers
 	// first.
 	nen := nsh.lookup(nk, nowMs, &s.opts)
@@ -227,20 +253,39 @@ func (s *Store) one(op *backend.Op, r *backend.Result) {
 	// the 180 instructions this took per PK.PREPARE on memory: at pipeline
 	// 16 (callgrind, docs/benchmarks.md "Instruction counts"). apply does
 	// not panic on any op that Runs.
+	//
+	// The buffer is 32 bytes, and one of 128 is oneLong's: Go clears up
+	// to 32 bytes of stack with four stores, more with memory.fill, which
+	// wazero runs as a call of memmove per doubling (eight for 128 bytes),
+	// on every command of the WebAssembly module (issue 34).
+	var buf [32]byte
+	if mapKeyLen(op.NS, op.Key) > len(buf) {
+		s.oneLong(op, r)
+		return
+	}
+	s.oneKey(op, s.key(mapKey(buf[:], op.NS, op.Key)), r)
+}
+
+// oneLong is one for a map key longer than one's buffer.
+func (s *Store) oneLong(op *backend.Op, r *backend.Result) {
 	var buf [128]byte
-	k := mapKey(buf[:], op.NS, op.Key)
-	sh := &s.shards[s.shardOf(k)]
+	s.oneKey(op, s.key(mapKey(buf[:], op.NS, op.Key)), r)
+}
+
+// oneKey is one with k, op's map key.
+func (s *Store) oneKey(op *backend.Op, k mkey, r *backend.Result) {
+	sh := &s.shards[k.shard()]
 	sh.mu.Lock()
-	s.apply(op, k, sh, nil, nil, s.nowMs(), r)
+	s.apply(op, k, sh, mkey{}, nil, s.nowMs(), r)
 	sh.mu.Unlock()
 }
 
 // moveAlone is one for an OpMove, under the locks of both keys' shards.
 func (s *Store) moveAlone(op *backend.Op, r *backend.Result) {
 	var buf, obuf [128]byte
-	k := mapKey(buf[:], op.NS, op.Key)
-	okey := mapKey(obuf[:], op.NS, op.OldKey)
-	i, oi := s.shardOf(k), s.shardOf(okey)
+	k := s.key(mapKey(buf[:], op.NS, op.Key))
+	okey := s.key(mapKey(obuf[:], op.NS, op.OldKey))
+	i, oi := k.shard(), okey.shard()
 	unlock := s.lockShards([]int{i, oi})
 	defer unlock()
 	s.apply(op, k, &s.shards[i], okey, &s.shards[oi], s.nowMs(), r)
@@ -251,8 +296,8 @@ func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Re
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	keys := make([][2][]byte, len(ops)) // each op's key, and a Move's old key
-	shards := make([][2]int, len(ops))  // their shards
+	keys := make([][2]mkey, len(ops))  // each op's key, and a Move's old key
+	shards := make([][2]int, len(ops)) // their shards
 	idx := make([]int, 0, len(ops)+1)
 	for i := range ops {
 		op := &ops[i]
@@ -261,12 +306,12 @@ func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Re
 		if !op.Kind.Runs() {
 			return backend.UnknownOp("memory: exec", op.Kind)
 		}
-		keys[i][0] = mapKey(nil, op.NS, op.Key)
-		shards[i][0] = s.shardOf(keys[i][0])
+		keys[i][0] = s.key(mapKey(nil, op.NS, op.Key))
+		shards[i][0] = keys[i][0].shard()
 		idx = append(idx, shards[i][0])
 		if op.Kind == backend.OpMove {
-			keys[i][1] = mapKey(nil, op.NS, op.OldKey)
-			shards[i][1] = s.shardOf(keys[i][1])
+			keys[i][1] = s.key(mapKey(nil, op.NS, op.OldKey))
+			shards[i][1] = keys[i][1].shard()
 			idx = append(idx, shards[i][1])
 		}
 		if op.Kind == backend.OpMPrepare {
@@ -287,12 +332,12 @@ func (s *Store) isolated(ctx context.Context, ops []backend.Op, res []backend.Re
 // apply runs op into r (zero), with the shards of its keys held: k is the
 // map key of its key and sh its shard, okey and osh those of a Move's old
 // key. It is the store's one switch over the kinds of ops.
-func (s *Store) apply(op *backend.Op, k []byte, sh *shard, okey []byte, osh *shard, nowMs int64, r *backend.Result) {
+func (s *Store) apply(op *backend.Op, k mkey, sh *shard, okey mkey, osh *shard, nowMs int64, r *backend.Result) {
 	switch op.Kind {
 	case backend.OpPrepare:
 		r.OK = s.prepare(sh, k, op.Value, op.Exp, nowMs)
 	case backend.OpGet:
-		r.Record, r.Found = s.get(sh, k, nowMs)
+		s.get(sh, k, nowMs, r)
 	case backend.OpRollback:
 		r.OK = s.rollback(sh, k, op.Cond, nowMs)
 	case backend.OpReprepare:

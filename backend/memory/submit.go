@@ -52,7 +52,7 @@ func (s *Store) runAtOnce(sub *backend.Submission) {
 			sub.Res[i] = backend.ScanOp(ctx, s, op)
 			continue
 		}
-		sub.Res[i] = backend.Result{}
+		sub.Res[i].Clear()
 		s.one(op, &sub.Res[i])
 	}
 }

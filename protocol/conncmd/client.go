@@ -109,7 +109,7 @@ func Line(cl Client, now int64) string {
 func (t *Table) clientList(c Conn, args [][]byte) {
 	keep, refusal := listFilter(args)
 	if refusal.Err != commands.NoError {
-		c.Out().Reply(refusal)
+		c.Out().Reply(&refusal)
 		return
 	}
 	var b strings.Builder
@@ -158,7 +158,7 @@ func listFilter(args [][]byte) (keep func(Client) bool, refusal commands.Reply) 
 func (t *Table) clientKill(c Conn, args [][]byte) {
 	f, refusal := parseKill(args)
 	if refusal.Err != commands.NoError {
-		c.Out().Reply(refusal)
+		c.Out().Reply(&refusal)
 		return
 	}
 	me := c.Client().ID
