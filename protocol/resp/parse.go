@@ -61,12 +61,8 @@ const maxParseDigits = 18
 // its CRLF: it returns their value and where the header ends.
 func parseHeader(b []byte, i int) (v, end int, ok bool) {
 	start := i
-	for ; i < len(b); i++ {
-		c := b[i]
-		if c < '0' || c > '9' {
-			break
-		}
-		v = v*10 + int(c-'0')
+	for ; i < len(b) && b[i]-'0' <= 9; i++ { // (a byte below '0' wraps)
+		v = v*10 + int(b[i]-'0')
 	}
 	if d := i - start; d == 0 || d > maxParseDigits || i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' {
 		return 0, 0, false
