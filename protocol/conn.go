@@ -196,7 +196,7 @@ func (c *conn) Holding(inbound int) bool {
 // traffic is the loop's turn on the connection: input has arrived, or it
 // was woken. It reports whether the connection is to be closed.
 func (c *conn) traffic() (closeIt bool) {
-	c.active = time.Now()
+	c.active = c.srv.now()
 	c.lastInput.Store(c.active.Unix())
 	c.readByGnet()
 	if c.st.phase == draining { // its input is no longer read (closeWhenWritten)

@@ -513,3 +513,22 @@ func (h *echoHandler) name() string {
 	}
 	return "calls"
 }
+
+// TestServerNow: a turn's time (Server.now, one reading of the monotonic
+// clock) is the wall time as time.Now tells it, and carries a monotonic
+// reading, so that latencies and idle times are measured on it.
+func TestServerNow(t *testing.T) {
+	s := &Server{started: time.Now()}
+	before := time.Now()
+	now := s.now()
+	after := time.Now()
+	if now.Before(before) || now.After(after) {
+		t.Fatalf("now %v is not between %v and %v", now, before, after)
+	}
+	if !strings.Contains(now.String(), " m=+") {
+		t.Fatalf("now %v has no monotonic reading", now)
+	}
+	if d := now.UnixNano() - before.UnixNano(); d < -int64(time.Millisecond) || d > int64(time.Second) {
+		t.Fatalf("now's wall clock is %v off", time.Duration(d))
+	}
+}
