@@ -70,6 +70,8 @@ type conn struct {
 	// loop has room for it.
 	asm resp.Assembler
 	big [][]byte
+	// win is the window a pass of serveAt looks at (window), reused.
+	win input
 
 	// Counting for INFO and metrics (counting.go, package stats): the
 	// loop's counters, when the current read began, the commands answered
@@ -242,13 +244,14 @@ func (c *conn) serveAt(began time.Time) (closeIt bool) {
 	// way out that wrote the replies has counted them already).
 	defer c.flushNotes()
 	served := 0 // commands answered, against maxServe
+	in := &c.win
 	for {
-		in := c.window()
+		c.window(in)
 		var next pass
 		if c.asm.On() || c.big != nil {
-			next = c.passLarge(&in, &served)
+			next = c.passLarge(in, &served)
 		} else {
-			next = c.passRequests(&in, &served)
+			next = c.passRequests(in, &served)
 		}
 		switch next {
 		case passEnd:
@@ -291,10 +294,14 @@ type input struct {
 // cut at a refusal. It is a window of the input: gnet copies what it peeks
 // when the input is split (its ring buffer wraps, or a read is appended),
 // and a deep pipeline's megabytes were copied at every run.
-func (c *conn) window() input {
+//
+// It fills *in (the connection's, reused) field by field: an input made
+// and returned was zeroed twice and copied, about a dozen calls of
+// memmove per turn on WebAssembly (commands' setOp says why).
+func (c *conn) window(in *input) {
 	total := c.gc.InboundBuffered()
 	buf, _ := c.gc.Peek(min(total, max(peekWindow, c.wide)))
-	in := input{buf: buf, truncated: len(buf) < total}
+	in.buf, in.truncated, in.off, in.more = buf, len(buf) < total, 0, false
 	if c.scanned > 0 || c.asm.On() || c.big != nil {
 		// The guard is inside a request (one that was incomplete, or is
 		// being assembled): it goes on over the bytes that arrived.
@@ -306,7 +313,6 @@ func (c *conn) window() input {
 		// (a refusal found in a wider window is further on)
 		in.buf, in.truncated = buf[:c.refusedAt], false
 	}
-	return in
 }
 
 // scan has the guard check the framing of the bytes of buf it has not
