@@ -232,7 +232,18 @@ func (c *conn) traffic() (closeIt bool) {
 // run waits on the store, or the connection has had its turn (maxServe).
 // It writes the replies and reports whether the connection is to be
 // closed.
-func (c *conn) serve() (closeIt bool) { return c.serveAt(time.Now()) }
+//
+// It reads the clock only when there is something to answer: a connection
+// resumed after its run came back from the store (Redis) has, at pipeline
+// 1, no input left, and the reading was one of a request's four calls to
+// the host on WebAssembly (issue 34).
+func (c *conn) serve() (closeIt bool) {
+	began := c.began // unused: nothing is answered
+	if c.gc.InboundBuffered() > 0 || c.asm.On() || c.big != nil {
+		began = c.srv.now()
+	}
+	return c.serveAt(began)
+}
 
 // serveAt is serve of input that was there at began (traffic's reading of
 // the clock serves for the latencies too). Each pass looks at a window of
