@@ -107,9 +107,6 @@ func (s *Store) key(k []byte) mkey { return mkey{k, hashKey(s.seed, k)} }
 // shard is the index of k's shard.
 func (k mkey) shard() int { return int(k.h >> (64 - shardBits)) }
 
-// shardOf is the index of map key k's shard.
-func (s *Store) shardOf(k []byte) int { return s.key(k).shard() }
-
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
 // prepare is PK.PREPARE with sh, the shard of k, held.

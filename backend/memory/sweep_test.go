@@ -123,7 +123,7 @@ func TestSweepMassExpiry(t *testing.T) {
 	var buf [64]byte
 	for i, placed := 0, 0; placed < n; i++ {
 		key := fmt.Appendf(nil, "k%d", i)
-		if s.shardOf(mapKey(buf[:], "ns", key)) != 0 {
+		if s.key(mapKey(buf[:], "ns", key)).shard() != 0 {
 			continue
 		}
 		ok, err := (backend.Calls{Runner: s}).Prepare(ctx, "ns", key, nil, exp)
